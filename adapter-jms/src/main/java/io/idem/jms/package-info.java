@@ -1,0 +1,5 @@
+/** JMS adapter (issue 5): not built yet. */
+@NullMarked
+package io.idem.jms;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,5 @@
+/** Kafka adapter: not built yet. */
+@NullMarked
+package io.idem.kafka;
+
+import org.jspecify.annotations.NullMarked;

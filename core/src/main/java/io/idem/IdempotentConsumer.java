@@ -1,0 +1,147 @@
+package io.idem;
+
+import io.idem.internal.DefaultIdempotentConsumer;
+import io.idem.spi.Acknowledgement;
+import io.idem.spi.ProcessedEventStore;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The idempotent processing pipeline for one consumer group, independent of any broker:
+ *
+ * <ol>
+ *   <li>extract the key ({@link IdempotencyKeyExtractor}); none → dead-letter with the reason;
+ *   <li>open a store transaction and claim the key (insert the processed-events marker);
+ *   <li>new key → run the {@link MessageHandler} in that transaction, commit, then
+ *       {@link Acknowledgement#ack() ack}; already committed → ack and skip ({@link
+ *       ProcessingOutcome#DUPLICATE}); committed with another payload → dead-letter ({@link
+ *       ProcessingOutcome#CONFLICT});
+ *   <li>handler throws → roll back marker and business writes together, then
+ *       {@link Acknowledgement#retry retry} with backoff, or dead-letter when the
+ *       {@link RetryPolicy} says so; store unavailable → roll back and retry, never dead-letter.
+ * </ol>
+ *
+ * <p>The broker is told only after the transaction ended, so a crash anywhere leaves either no
+ * effect and no ack (redelivered, applied once) or a committed effect and no ack (redelivered,
+ * skipped as a duplicate).
+ *
+ * <p>Thread-safe: adapters call {@link #process} from several worker threads at once.
+ *
+ * @param <C> the store's transaction context
+ */
+public interface IdempotentConsumer<C> {
+
+  /**
+   * Processes one delivery and settles it through {@code acknowledgement}.
+   *
+   * @return what happened; a duplicate is an outcome, not an exception
+   * @throws RuntimeException only when {@code acknowledgement} itself threw (the delivery stays
+   *     unsettled; the broker redelivers it and the store deduplicates)
+   */
+  ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement);
+
+  /** The consumer group every key of this pipeline belongs to. */
+  String consumerGroup();
+
+  /** The retry policy; adapters read it to size broker-side retries. */
+  RetryPolicy retryPolicy();
+
+  /**
+   * Starts a pipeline on {@code store}.
+   *
+   * @param store the processed-events store, e.g. {@code MyBatisProcessedEventStore}
+   */
+  static <C> Builder<C> builder(ProcessedEventStore<C> store) {
+    return new Builder<>(store);
+  }
+
+  /** Builder of {@link IdempotentConsumer}; {@link #build()} validates and copies. */
+  final class Builder<C> {
+    private final ProcessedEventStore<C> store;
+    private @Nullable String consumerGroup;
+    private @Nullable MessageHandler<C> handler;
+    private IdempotencyKeyExtractor keyExtractor = IdempotencyKeyExtractor.defaults();
+    private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
+    private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
+    private boolean detectPayloadConflicts = true;
+    private final List<IdempotencyListener> listeners = new ArrayList<>();
+
+    private Builder(ProcessedEventStore<C> store) {
+      this.store = Objects.requireNonNull(store, "store");
+    }
+
+    /** Required. Instances sharing a consumer group apply each key once between them. */
+    public Builder<C> consumerGroup(String value) {
+      this.consumerGroup = Objects.requireNonNull(value, "consumerGroup");
+      return this;
+    }
+
+    /** Required. The business logic. */
+    public Builder<C> handler(MessageHandler<C> value) {
+      this.handler = Objects.requireNonNull(value, "handler");
+      return this;
+    }
+
+    /** Default {@link IdempotencyKeyExtractor#defaults()}: header, then CloudEvents. */
+    public Builder<C> keyExtractor(IdempotencyKeyExtractor value) {
+      this.keyExtractor = Objects.requireNonNull(value, "keyExtractor");
+      return this;
+    }
+
+    /** Default {@link RetryPolicy#ofDefaults()}. */
+    public Builder<C> retryPolicy(RetryPolicy value) {
+      this.retryPolicy = Objects.requireNonNull(value, "retryPolicy");
+      return this;
+    }
+
+    /** Default {@link OversizedKeyPolicy#REJECT}. */
+    public Builder<C> oversizedKeys(OversizedKeyPolicy value) {
+      this.oversizedKeys = Objects.requireNonNull(value, "oversizedKeys");
+      return this;
+    }
+
+    /**
+     * Default {@code true}: a key seen again with a different payload SHA-256 is a
+     * {@link ProcessingOutcome#CONFLICT} (dead-lettered). {@code false} treats it as a duplicate,
+     * for producers whose retries legitimately change the payload (a send timestamp, say).
+     */
+    public Builder<C> detectPayloadConflicts(boolean value) {
+      this.detectPayloadConflicts = value;
+      return this;
+    }
+
+    /** Adds a listener; listeners run in the order added. */
+    public Builder<C> listener(IdempotencyListener value) {
+      this.listeners.add(Objects.requireNonNull(value, "listener"));
+      return this;
+    }
+
+    /**
+     * @throws IllegalStateException when the consumer group or the handler is missing
+     * @throws IllegalArgumentException when the consumer group is invalid
+     */
+    public IdempotentConsumer<C> build() {
+      if (consumerGroup == null) {
+        throw new IllegalStateException("consumerGroup must be set, but was not");
+      }
+      String problem = IdempotencyKey.problemWithConsumerGroup(consumerGroup);
+      if (problem != null) {
+        throw new IllegalArgumentException(problem);
+      }
+      if (handler == null) {
+        throw new IllegalStateException("handler must be set, but was not");
+      }
+      return new DefaultIdempotentConsumer<>(
+          store,
+          consumerGroup,
+          handler,
+          keyExtractor,
+          retryPolicy,
+          oversizedKeys,
+          detectPayloadConflicts,
+          List.copyOf(listeners));
+    }
+  }
+}

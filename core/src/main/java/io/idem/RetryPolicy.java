@@ -1,0 +1,191 @@
+package io.idem;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * How often and how fast a failing message is retried before it is dead-lettered. Immutable and
+ * thread-safe; build with {@link #builder()} or take {@link #ofDefaults()}.
+ *
+ * <p>The delay before attempt {@code n + 1} is {@code initialBackoff * multiplier^(n-1)}, capped
+ * at {@code maxBackoff}, then spread by ±{@code jitter} (a share, 0.2 = ±20 %) so that messages
+ * that failed together do not come back together.
+ *
+ * <p>Only handler failures count toward {@code maxAttempts}. A {@link StoreUnavailableException}
+ * (database down, 40001/40P01) is retried with the same backoff but never dead-letters.
+ */
+public final class RetryPolicy {
+
+  /** Default {@link #maxAttempts()}: {@value}. */
+  public static final int DEFAULT_MAX_ATTEMPTS = 5;
+  /** Default {@link #initialBackoff()}: 1 second. */
+  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
+  /** Default {@link #maxBackoff()}: 1 minute. */
+  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(1);
+  /** Default {@link #multiplier()}: {@value}. */
+  public static final double DEFAULT_MULTIPLIER = 2.0;
+  /** Default {@link #jitter()}: {@value} (±20 %). */
+  public static final double DEFAULT_JITTER = 0.2;
+
+  private static final RetryPolicy DEFAULTS = builder().build();
+
+  private final int maxAttempts;
+  private final Duration initialBackoff;
+  private final Duration maxBackoff;
+  private final double multiplier;
+  private final double jitter;
+  private final List<Class<? extends Throwable>> nonRetryable;
+
+  private RetryPolicy(Builder b) {
+    this.maxAttempts = b.maxAttempts;
+    this.initialBackoff = b.initialBackoff;
+    this.maxBackoff = b.maxBackoff;
+    this.multiplier = b.multiplier;
+    this.jitter = b.jitter;
+    this.nonRetryable = List.copyOf(b.nonRetryable);
+  }
+
+  /** 5 attempts, 1 s initial backoff doubling up to 1 min, ±20 % jitter. */
+  public static RetryPolicy ofDefaults() {
+    return DEFAULTS;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Deliveries a message gets before it is dead-lettered, counting the first; at least 1. */
+  public int maxAttempts() {
+    return maxAttempts;
+  }
+
+  public Duration initialBackoff() {
+    return initialBackoff;
+  }
+
+  public Duration maxBackoff() {
+    return maxBackoff;
+  }
+
+  public double multiplier() {
+    return multiplier;
+  }
+
+  public double jitter() {
+    return jitter;
+  }
+
+  /**
+   * The delay before the next delivery after {@code failedAttempt} failed, jitter applied.
+   *
+   * @param failedAttempt the 1-based attempt that failed; values below 1 count as 1
+   */
+  public Duration backoff(int failedAttempt) {
+    int exponent = Math.max(0, failedAttempt - 1);
+    double base = initialBackoff.toNanos() * Math.pow(multiplier, Math.min(exponent, 62));
+    double capped = Math.min(base, maxBackoff.toNanos());
+    double spread = jitter == 0 ? 0 : ThreadLocalRandom.current().nextDouble(-jitter, jitter);
+    long nanos = (long) Math.max(0, Math.min(capped * (1 + spread), maxBackoff.toNanos()));
+    return Duration.ofNanos(nanos);
+  }
+
+  /** True unless {@code failure} is a {@link NonRetryableException} or a declared non-retryable type. */
+  public boolean isRetryable(Throwable failure) {
+    if (failure instanceof NonRetryableException) {
+      return false;
+    }
+    for (Class<? extends Throwable> type : nonRetryable) {
+      if (type.isInstance(failure)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** True when a message that failed on {@code attempt} may be delivered again. */
+  public boolean hasAttemptsLeft(int attempt) {
+    return attempt < maxAttempts;
+  }
+
+  @Override
+  public String toString() {
+    return "RetryPolicy[maxAttempts=" + maxAttempts + ", initialBackoff=" + initialBackoff
+        + ", maxBackoff=" + maxBackoff + ", multiplier=" + multiplier + ", jitter=" + jitter
+        + ", nonRetryable=" + nonRetryable + "]";
+  }
+
+  /** Builder of {@link RetryPolicy}; {@link #build()} validates and copies. Not thread-safe. */
+  public static final class Builder {
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
+    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+    private double multiplier = DEFAULT_MULTIPLIER;
+    private double jitter = DEFAULT_JITTER;
+    private final List<Class<? extends Throwable>> nonRetryable = new ArrayList<>();
+
+    private Builder() {}
+
+    /** Default {@value RetryPolicy#DEFAULT_MAX_ATTEMPTS}; 1 means "never retry". */
+    public Builder maxAttempts(int value) {
+      this.maxAttempts = value;
+      return this;
+    }
+
+    /** Default 1 s. */
+    public Builder initialBackoff(Duration value) {
+      this.initialBackoff = Objects.requireNonNull(value, "initialBackoff");
+      return this;
+    }
+
+    /** Default 1 min. */
+    public Builder maxBackoff(Duration value) {
+      this.maxBackoff = Objects.requireNonNull(value, "maxBackoff");
+      return this;
+    }
+
+    /** Default {@value RetryPolicy#DEFAULT_MULTIPLIER}; 1.0 gives a fixed delay. */
+    public Builder multiplier(double value) {
+      this.multiplier = value;
+      return this;
+    }
+
+    /** Default {@value RetryPolicy#DEFAULT_JITTER}; 0 turns jitter off. */
+    public Builder jitter(double value) {
+      this.jitter = value;
+      return this;
+    }
+
+    /** Handler exceptions of this type (or a subtype) dead-letter at once. */
+    public Builder nonRetryable(Class<? extends Throwable> type) {
+      this.nonRetryable.add(Objects.requireNonNull(type, "type"));
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the setting and its value when one is out of range
+     */
+    public RetryPolicy build() {
+      if (maxAttempts < 1) {
+        throw new IllegalArgumentException("maxAttempts must be >= 1, but was " + maxAttempts);
+      }
+      if (initialBackoff.isNegative()) {
+        throw new IllegalArgumentException(
+            "initialBackoff must not be negative, but was " + initialBackoff);
+      }
+      if (maxBackoff.compareTo(initialBackoff) < 0) {
+        throw new IllegalArgumentException(
+            "maxBackoff must be >= initialBackoff (" + initialBackoff + "), but was " + maxBackoff);
+      }
+      if (!(multiplier >= 1.0) || Double.isInfinite(multiplier)) {
+        throw new IllegalArgumentException("multiplier must be >= 1.0, but was " + multiplier);
+      }
+      if (!(jitter >= 0.0 && jitter < 1.0)) {
+        throw new IllegalArgumentException("jitter must be in [0, 1), but was " + jitter);
+      }
+      return new RetryPolicy(this);
+    }
+  }
+}

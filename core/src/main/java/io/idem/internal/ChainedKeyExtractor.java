@@ -1,0 +1,43 @@
+package io.idem.internal;
+
+import io.idem.IdempotencyKeyExtractor;
+import io.idem.InboundMessage;
+import io.idem.KeyExtraction;
+import java.util.List;
+import java.util.StringJoiner;
+
+/** Tries extractors in order; the first Found or Rejected decides. */
+public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
+  private final List<IdempotencyKeyExtractor> extractors;
+
+  public ChainedKeyExtractor(List<IdempotencyKeyExtractor> extractors) {
+    if (extractors.isEmpty()) {
+      throw new IllegalArgumentException("firstOf needs at least one extractor, but got none");
+    }
+    this.extractors = List.copyOf(extractors);
+  }
+
+  @Override
+  public KeyExtraction extract(InboundMessage message) {
+    StringJoiner tried = new StringJoiner("; ");
+    for (IdempotencyKeyExtractor extractor : extractors) {
+      KeyExtraction result;
+      try {
+        result = extractor.extract(message);
+      } catch (RuntimeException e) {
+        return KeyExtraction.rejected("key extractor " + extractor + " failed: " + e);
+      }
+      if (result instanceof KeyExtraction.Absent absent) {
+        tried.add(absent.detail());
+      } else {
+        return result;
+      }
+    }
+    return KeyExtraction.absent("no idempotency key: " + tried);
+  }
+
+  @Override
+  public String toString() {
+    return "firstOf" + extractors;
+  }
+}

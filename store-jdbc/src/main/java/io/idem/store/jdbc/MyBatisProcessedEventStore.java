@@ -1,0 +1,303 @@
+package io.idem.store.jdbc;
+
+import io.idem.IdempotencyKey;
+import io.idem.StoreUnavailableException;
+import io.idem.spi.ClaimResult;
+import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionWork;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import org.apache.ibatis.builder.xml.XMLMapperBuilder;
+import org.apache.ibatis.executor.BatchExecutor;
+import org.apache.ibatis.session.Configuration;
+import org.apache.ibatis.session.ExecutorType;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.apache.ibatis.session.TransactionIsolationLevel;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The processed-events store on MyBatis and PostgreSQL. Each
+ * {@link #inTransaction(TransactionWork)} opens one {@link SqlSession} of the application's
+ * {@link SqlSessionFactory} (auto-commit off), hands it to the work — the pipeline's claim and the
+ * {@link io.idem.MessageHandler}, whose mapper calls therefore join the same transaction — and
+ * commits or rolls back.
+ *
+ * <p>The claim is one {@code INSERT … ON CONFLICT DO NOTHING}; the database's row count decides
+ * "new" (1) or "exists" (0). A unique violation is never caught inside the transaction (PostgreSQL
+ * would abort it), and sessions on MyBatis' {@code BATCH} executor are refused because their row
+ * counts are placeholders. At READ COMMITTED (the default) a claim racing an open transaction on
+ * the same key waits for it and then sees its outcome; under REPEATABLE READ or SERIALIZABLE the
+ * race surfaces as SQLSTATE 40001 instead, reported as {@link StoreUnavailableException} so the
+ * pipeline retries the whole transaction.
+ *
+ * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
+ */
+public final class MyBatisProcessedEventStore implements ProcessedEventStore<SqlSession> {
+  private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
+
+  /** Default {@link Builder#tableName(String) table}: {@value}. */
+  public static final String DEFAULT_TABLE = "idem_processed_events";
+
+  /** Classpath location of the schema script: {@value}. */
+  public static final String MIGRATION_RESOURCE = "db/migration/idem/V1__processed_events.sql";
+
+  private static final String MAPPER_TEMPLATE = "io/idem/store/jdbc/ProcessedEventMapper.xml";
+
+  private final SqlSessionFactory sessions;
+  private final TableName table;
+  private final ExecutorType executorType;
+  private final @Nullable TransactionIsolationLevel isolation;
+  private final String claimStatement;
+  private final String fingerprintStatement;
+  private final String existsStatement;
+  private final String purgeStatement;
+
+  private MyBatisProcessedEventStore(Builder b) {
+    this.sessions = b.sessions;
+    this.table = TableName.of(b.tableName);
+    this.executorType = b.executorType;
+    this.isolation = b.isolation;
+    String namespace = registerMapper(sessions.getConfiguration(), table);
+    this.claimStatement = namespace + ".claim";
+    this.fingerprintStatement = namespace + ".fingerprint";
+    this.existsStatement = namespace + ".exists";
+    this.purgeStatement = namespace + ".purge";
+  }
+
+  /** Starts building a store on the application's session factory. */
+  public static Builder builder(SqlSessionFactory sessions) {
+    return new Builder(sessions);
+  }
+
+  /** The table, lower-cased as PostgreSQL stores it. */
+  public String tableName() {
+    return table.qualified();
+  }
+
+  @Override
+  public <T> T inTransaction(TransactionWork<SqlSession, T> work) throws Exception {
+    SqlSession session;
+    try {
+      session = isolation == null
+          ? sessions.openSession(executorType, false)
+          : sessions.openSession(executorType, isolation);
+    } catch (RuntimeException e) {
+      throw new StoreUnavailableException("could not open a database session: " + e.getMessage(), e);
+    }
+    try {
+      T result;
+      try {
+        result = work.run(session);
+      } catch (Throwable failure) {
+        rollback(session, failure);
+        if (failure instanceof StoreUnavailableException || !TransientFailures.isTransient(failure)) {
+          throw failure;
+        }
+        throw new StoreUnavailableException(
+            "database failure, transaction rolled back: " + failure.getMessage(), failure);
+      }
+      try {
+        // force: the handler may have written through session.getConnection(), which MyBatis
+        // does not see as dirty; without force the commit would be skipped.
+        session.commit(true);
+      } catch (RuntimeException e) {
+        rollback(session, e);
+        throw new StoreUnavailableException(
+            "commit failed (the transaction may or may not have committed; a redelivery will find"
+                + " out): " + e.getMessage(), e);
+      }
+      return result;
+    } finally {
+      try {
+        session.close();
+      } catch (RuntimeException e) {
+        LOG.debug("closing the session failed; the pool discards the connection", e);
+      }
+    }
+  }
+
+  private static void rollback(SqlSession session, Throwable cause) {
+    try {
+      session.rollback(true);
+    } catch (RuntimeException e) {
+      cause.addSuppressed(e);
+    }
+  }
+
+  @Override
+  public ClaimResult claim(SqlSession transaction, IdempotencyKey key, byte[] payloadFingerprint) {
+    Objects.requireNonNull(transaction, "transaction");
+    Objects.requireNonNull(key, "key");
+    if (payloadFingerprint.length != 32) {
+      throw new IllegalArgumentException(
+          "payloadFingerprint must be a 32-byte SHA-256, but had " + payloadFingerprint.length + " bytes");
+    }
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", key.consumerGroup());
+    params.put("key", key.value());
+    params.put("keySource", key.source().name());
+    params.put("fingerprint", payloadFingerprint);
+    int inserted = transaction.insert(claimStatement, params);
+    if (inserted == BatchExecutor.BATCH_UPDATE_RETURN_VALUE) {
+      throw new IllegalStateException(
+          "the claim ran on a session with MyBatis' BATCH executor, whose row counts are"
+              + " placeholders, so a duplicate cannot be told from a new key; open the session with"
+              + " ExecutorType.SIMPLE or REUSE");
+    }
+    if (inserted == 1) {
+      return ClaimResult.CLAIMED;
+    }
+    byte[] stored = transaction.selectOne(fingerprintStatement, params);
+    if (stored == null) {
+      // Purged between the two statements; the conflicting row is gone, so there is nothing to
+      // compare with. Report a duplicate rather than apply twice within the retention window.
+      return ClaimResult.DUPLICATE;
+    }
+    return Arrays.equals(stored, payloadFingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
+  }
+
+  @Override
+  public int purge(Instant processedBefore, int maxRows) {
+    if (maxRows < 1) {
+      throw new IllegalArgumentException("maxRows must be >= 1, but was " + maxRows);
+    }
+    Map<String, Object> params = new HashMap<>();
+    params.put("before", Timestamp.from(processedBefore));
+    params.put("maxRows", maxRows);
+    try {
+      return inTransaction(session -> session.delete(purgeStatement, params));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new StoreUnavailableException("purge failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public boolean isProcessed(IdempotencyKey key) {
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", key.consumerGroup());
+    params.put("key", key.value());
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      Boolean exists = session.selectOne(existsStatement, params);
+      return Boolean.TRUE.equals(exists);
+    } catch (RuntimeException e) {
+      if (TransientFailures.isTransient(e)) {
+        throw new StoreUnavailableException("lookup failed: " + e.getMessage(), e);
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "MyBatisProcessedEventStore[table=" + table.qualified() + ", executor=" + executorType
+        + ", isolation=" + (isolation == null ? "driver default" : isolation) + "]";
+  }
+
+  // One namespace per table, registered once per Configuration.
+  private static String registerMapper(Configuration configuration, TableName table) {
+    String namespace = "io.idem.store.jdbc.ProcessedEvents." + table.qualified();
+    synchronized (configuration) {
+      if (configuration.hasStatement(namespace + ".claim", false)) {
+        return namespace;
+      }
+      String xml = readResource(MAPPER_TEMPLATE)
+          .replace("__NAMESPACE__", namespace)
+          .replace("__TABLE__", table.qualified());
+      InputStream in = new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8));
+      new XMLMapperBuilder(in, configuration, MAPPER_TEMPLATE + "#" + table.qualified(),
+              configuration.getSqlFragments())
+          .parse();
+    }
+    return namespace;
+  }
+
+  static String readResource(String name) {
+    try (InputStream in = MyBatisProcessedEventStore.class.getClassLoader().getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException("resource " + name + " is missing from idem-store-jdbc");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new IllegalStateException("could not read " + name, e);
+    }
+  }
+
+  /** Builder of {@link MyBatisProcessedEventStore}; {@link #build()} validates. Not thread-safe. */
+  public static final class Builder {
+    private final SqlSessionFactory sessions;
+    private String tableName = DEFAULT_TABLE;
+    private ExecutorType executorType = ExecutorType.SIMPLE;
+    private @Nullable TransactionIsolationLevel isolation = TransactionIsolationLevel.READ_COMMITTED;
+    private boolean createTableIfMissing;
+
+    private Builder(SqlSessionFactory sessions) {
+      this.sessions = Objects.requireNonNull(sessions, "sessions");
+    }
+
+    /** Default {@value MyBatisProcessedEventStore#DEFAULT_TABLE}; {@code table} or {@code schema.table}. */
+    public Builder tableName(String value) {
+      this.tableName = Objects.requireNonNull(value, "tableName");
+      return this;
+    }
+
+    /**
+     * Default {@link ExecutorType#SIMPLE}; {@link ExecutorType#REUSE} is allowed, {@link
+     * ExecutorType#BATCH} is refused (its row counts are placeholders).
+     */
+    public Builder executorType(ExecutorType value) {
+      this.executorType = Objects.requireNonNull(value, "executorType");
+      return this;
+    }
+
+    /**
+     * Default {@link TransactionIsolationLevel#READ_COMMITTED} (PostgreSQL's default, under which a
+     * racing claim waits and then sees the duplicate). {@code null} keeps the connection's level.
+     */
+    public Builder isolation(@Nullable TransactionIsolationLevel value) {
+      this.isolation = value;
+      return this;
+    }
+
+    /**
+     * Default {@code false}. {@code true} runs {@link #MIGRATION_RESOURCE} (idempotent, under an
+     * advisory lock) when {@link #build()} is called: handy for demos and tests; production
+     * schemas usually belong to the application's migration tool.
+     */
+    public Builder createTableIfMissing(boolean value) {
+      this.createTableIfMissing = value;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException when the table name is not a plain identifier or the
+     *     executor type is BATCH
+     * @throws StoreUnavailableException when {@code createTableIfMissing} could not reach the
+     *     database
+     */
+    public MyBatisProcessedEventStore build() {
+      if (executorType == ExecutorType.BATCH) {
+        throw new IllegalArgumentException(
+            "executorType must be SIMPLE or REUSE, but was BATCH: BATCH row counts are placeholders,"
+                + " so a duplicate claim could not be detected");
+      }
+      TableName table = TableName.of(tableName);
+      if (createTableIfMissing) {
+        ProcessedEventsSchema.apply(sessions, table);
+      }
+      return new MyBatisProcessedEventStore(this);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+package io.idem.store.jdbc;
+
+import io.idem.StoreUnavailableException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import javax.sql.DataSource;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+
+/**
+ * Applies {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}, for applications without a
+ * migration tool and for tests. Idempotent ({@code IF NOT EXISTS}), and serialised across
+ * processes by a transaction-scoped advisory lock so that instances starting together do not
+ * race on the catalog.
+ */
+public final class ProcessedEventsSchema {
+  private static final String DEFAULT_INDEX = "idem_processed_events_processed_at_idx";
+
+  private ProcessedEventsSchema() {}
+
+  /**
+   * Creates the processed-events table {@code tableName} (and its index) when missing.
+   *
+   * @param tableName {@code table} or {@code schema.table}, validated as identifiers
+   * @throws IllegalArgumentException when the name is not a plain identifier
+   * @throws StoreUnavailableException when the script fails
+   */
+  public static void apply(DataSource dataSource, String tableName) {
+    TableName table = TableName.of(tableName);
+    try (Connection c = dataSource.getConnection()) {
+      run(c, table);
+    } catch (SQLException e) {
+      throw new StoreUnavailableException("could not create " + table.qualified() + ": " + e.getMessage(), e);
+    }
+  }
+
+  static void apply(SqlSessionFactory sessions, TableName table) {
+    try (SqlSession session = sessions.openSession(false)) {
+      run(session.getConnection(), table);
+    } catch (SQLException | RuntimeException e) {
+      throw new StoreUnavailableException("could not create " + table.qualified() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The script with the table (and index) renamed for {@code table}. */
+  static String script(TableName table) {
+    return MyBatisProcessedEventStore.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE)
+        .replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx")
+        .replace(MyBatisProcessedEventStore.DEFAULT_TABLE, table.qualified());
+  }
+
+  private static void run(Connection c, TableName table) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(false);
+    try (Statement s = c.createStatement()) {
+      s.execute("SELECT pg_advisory_xact_lock(7358201946)"); // "idem schema", any fixed number
+      for (String sql : script(table).split(";")) {
+        String statement = stripComments(sql);
+        if (!statement.isBlank()) {
+          s.execute(statement);
+        }
+      }
+      c.commit();
+    } catch (SQLException e) {
+      c.rollback();
+      throw e;
+    } finally {
+      c.setAutoCommit(autoCommit);
+    }
+  }
+
+  private static String stripComments(String sql) {
+    StringBuilder out = new StringBuilder();
+    for (String line : sql.split("\n")) {
+      if (!line.strip().startsWith("--")) {
+        out.append(line).append('\n');
+      }
+    }
+    return out.toString();
+  }
+}

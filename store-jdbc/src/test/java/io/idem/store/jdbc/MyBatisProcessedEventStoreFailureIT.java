@@ -1,0 +1,164 @@
+package io.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.idem.IdempotencyKey;
+import io.idem.KeySource;
+import io.idem.StoreUnavailableException;
+import io.idem.fixtures.PostgresFixture;
+import io.idem.spi.ClaimResult;
+import java.security.MessageDigest;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.ibatis.session.ExecutorType;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.apache.ibatis.session.TransactionIsolationLevel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** How the store reports database failures and misuse, on the real PostgreSQL. */
+class MyBatisProcessedEventStoreFailureIT {
+  private static HikariDataSource dataSource;
+  private static SqlSessionFactory sessions;
+
+  @BeforeAll
+  static void setUp() {
+    dataSource = PostgresFixture.shared().newSchema("store_failure");
+    sessions = MyBatisProcessedEventStoreIT.sessions(dataSource);
+  }
+
+  @AfterAll
+  static void tearDown() {
+    dataSource.close();
+  }
+
+  private static byte[] sha(String text) throws Exception {
+    return MessageDigest.getInstance("SHA-256").digest(text.getBytes());
+  }
+
+  private static IdempotencyKey key(String value) {
+    return new IdempotencyKey("failure-it", value, KeySource.HEADER);
+  }
+
+  @Test
+  void batchExecutorIsRefusedAtBuild() {
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).executorType(ExecutorType.BATCH).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("BATCH");
+  }
+
+  @Test
+  void claimOnABatchSessionIsRefused() throws Exception {
+    MyBatisProcessedEventStore store =
+        MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
+    try (SqlSession batch = sessions.openSession(ExecutorType.BATCH, false)) {
+      assertThatThrownBy(() -> store.claim(batch, key("batch"), sha("p")))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("BATCH executor");
+      batch.rollback(true);
+    }
+  }
+
+  @Test
+  void tableNameMustBeAnIdentifier() {
+    for (String bad : new String[] {"events; DROP TABLE x", "a.b.c", "1table", "\"quoted\"", ""}) {
+      assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName(bad).build())
+          .as(bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("tableName");
+    }
+  }
+
+  @Test
+  void customSchemaQualifiedTable() throws Exception {
+    PostgresFixture.shared().createSchema("idem_custom_it");
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+        .tableName("idem_custom_it.My_Events").createTableIfMissing(true).build();
+    assertThat(store.tableName()).isEqualTo("idem_custom_it.my_events");
+    assertThat(store.<ClaimResult>inTransaction(tx -> store.claim(tx, key("custom"), sha("p"))))
+        .isIn(ClaimResult.CLAIMED, ClaimResult.DUPLICATE);
+    assertThat(store.isProcessed(key("custom"))).isTrue();
+  }
+
+  @Test
+  void missingTableIsAnErrorNotADuplicate() {
+    MyBatisProcessedEventStore store =
+        MyBatisProcessedEventStore.builder(sessions).tableName("no_such_table").build();
+    assertThatThrownBy(() -> store.inTransaction(tx -> store.claim(tx, key("x"), sha("p"))))
+        .hasMessageContaining("no_such_table");
+  }
+
+  @Test
+  void killedConnectionIsStoreUnavailable() throws Exception {
+    MyBatisProcessedEventStore store =
+        MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
+    assertThatThrownBy(() -> store.inTransaction(tx -> {
+      store.claim(tx, key("killed"), sha("p"));
+      int pid;
+      try (Statement s = tx.getConnection().createStatement();
+          ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+        rs.next();
+        pid = rs.getInt(1);
+      }
+      try (Connection admin = dataSource.getConnection();
+          PreparedStatement ps = admin.prepareStatement("SELECT pg_terminate_backend(?)")) {
+        ps.setInt(1, pid);
+        ps.execute();
+      }
+      store.claim(tx, key("killed-2"), sha("p"));
+      return null;
+    })).isInstanceOf(StoreUnavailableException.class);
+    assertThat(store.isProcessed(key("killed"))).isFalse();
+    // the pool recovers: the next transaction works
+    assertThat(store.<ClaimResult>inTransaction(tx -> store.claim(tx, key("killed"), sha("p"))))
+        .isEqualTo(ClaimResult.CLAIMED);
+  }
+
+  @Test
+  void serializationFailureUnderRepeatableReadIsStoreUnavailable() throws Exception {
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+        .isolation(TransactionIsolationLevel.REPEATABLE_READ).createTableIfMissing(true).build();
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try {
+      CountDownLatch claimed = new CountDownLatch(1);
+      CountDownLatch secondStarted = new CountDownLatch(1);
+      Future<ClaimResult> first = threads.submit(() -> store.inTransaction(tx -> {
+        ClaimResult r = store.claim(tx, key("rr"), sha("p"));
+        claimed.countDown();
+        secondStarted.await(10, TimeUnit.SECONDS);
+        Thread.sleep(300);
+        return r;
+      }));
+      claimed.await(10, TimeUnit.SECONDS);
+      Future<Object> second = threads.submit(() -> {
+        try {
+          return store.inTransaction(tx -> {
+            // take the snapshot before the first commits
+            tx.getConnection().createStatement().execute("SELECT 1");
+            secondStarted.countDown();
+            return store.claim(tx, key("rr"), sha("p"));
+          });
+        } catch (Exception e) {
+          return e;
+        }
+      });
+      assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo(ClaimResult.CLAIMED);
+      Object outcome = second.get(10, TimeUnit.SECONDS);
+      assertThat(outcome).isInstanceOf(StoreUnavailableException.class);
+      assertThat(((Exception) outcome)).hasMessageContaining("serialize");
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+}

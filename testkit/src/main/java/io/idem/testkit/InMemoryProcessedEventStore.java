@@ -1,0 +1,148 @@
+package io.idem.testkit;
+
+import io.idem.IdempotencyKey;
+import io.idem.spi.ClaimResult;
+import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionWork;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A {@link ProcessedEventStore} in memory, for unit tests of handlers and pipelines. It behaves
+ * like the PostgreSQL store at READ COMMITTED: a claim of a key held by another open transaction
+ * blocks until that transaction ends. Business writes join a transaction through
+ * {@link InMemoryTransaction#onCommit(Runnable)}. Thread-safe. Nothing survives the JVM: use
+ * {@code idem-store-jdbc} for anything but tests.
+ */
+public final class InMemoryProcessedEventStore implements ProcessedEventStore<InMemoryTransaction> {
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition released = lock.newCondition();
+  private final Map<Key, Marker> committed = new HashMap<>();
+  private final Map<Key, InMemoryTransaction> pending = new HashMap<>();
+  private final Clock clock;
+
+  public InMemoryProcessedEventStore() {
+    this(Clock.systemUTC());
+  }
+
+  /** @param clock gives {@code processed_at} for new markers */
+  public InMemoryProcessedEventStore(Clock clock) {
+    this.clock = Objects.requireNonNull(clock, "clock");
+  }
+
+  private record Key(String group, String value) {}
+
+  private record Marker(byte[] fingerprint, Instant processedAt) {}
+
+  @Override
+  public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
+    InMemoryTransaction tx = new InMemoryTransaction();
+    T result;
+    try {
+      result = work.run(tx);
+    } catch (Throwable t) {
+      end(tx, false);
+      throw t;
+    }
+    end(tx, true);
+    tx.runCommitActions();
+    return result;
+  }
+
+  private void end(InMemoryTransaction tx, boolean commit) {
+    lock.lock();
+    try {
+      for (Iterator<Map.Entry<Key, InMemoryTransaction>> it = pending.entrySet().iterator(); it.hasNext(); ) {
+        Map.Entry<Key, InMemoryTransaction> entry = it.next();
+        if (entry.getValue() == tx) {
+          if (commit) {
+            committed.put(entry.getKey(), new Marker(tx.fingerprintOf(entry.getKey()), clock.instant()));
+          }
+          it.remove();
+        }
+      }
+      tx.close();
+      released.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public ClaimResult claim(InMemoryTransaction tx, IdempotencyKey key, byte[] payloadFingerprint) {
+    Objects.requireNonNull(tx, "transaction");
+    tx.checkOpen();
+    Key k = new Key(key.consumerGroup(), key.value());
+    lock.lock();
+    try {
+      while (pending.containsKey(k) && pending.get(k) != tx) {
+        released.awaitUninterruptibly();
+      }
+      Marker marker = committed.get(k);
+      if (marker != null) {
+        return Arrays.equals(marker.fingerprint(), payloadFingerprint)
+            ? ClaimResult.DUPLICATE
+            : ClaimResult.CONFLICT;
+      }
+      if (pending.get(k) == tx) {
+        return Arrays.equals(tx.fingerprintOf(k), payloadFingerprint)
+            ? ClaimResult.DUPLICATE
+            : ClaimResult.CONFLICT;
+      }
+      pending.put(k, tx);
+      tx.remember(k, payloadFingerprint.clone());
+      return ClaimResult.CLAIMED;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public int purge(Instant processedBefore, int maxRows) {
+    if (maxRows < 1) {
+      throw new IllegalArgumentException("maxRows must be >= 1, but was " + maxRows);
+    }
+    lock.lock();
+    try {
+      List<Key> doomed = new ArrayList<>();
+      for (Map.Entry<Key, Marker> e : committed.entrySet()) {
+        if (doomed.size() < maxRows && e.getValue().processedAt().isBefore(processedBefore)) {
+          doomed.add(e.getKey());
+        }
+      }
+      doomed.forEach(committed::remove);
+      return doomed.size();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public boolean isProcessed(IdempotencyKey key) {
+    lock.lock();
+    try {
+      return committed.containsKey(new Key(key.consumerGroup(), key.value()));
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Number of committed markers. */
+  public int size() {
+    lock.lock();
+    try {
+      return committed.size();
+    } finally {
+      lock.unlock();
+    }
+  }
+}

@@ -1,0 +1,10 @@
+/**
+ * Test support for Idem users and implementers: compatibility kits that every store
+ * ({@link io.idem.testkit.ProcessedEventStoreCompatibilityKit}) and broker adapter
+ * ({@link io.idem.testkit.BrokerAdapterCompatibilityKit}) extends, an in-memory store for unit
+ * tests, and a crash injector for kill-the-JVM tests.
+ */
+@NullMarked
+package io.idem.testkit;
+
+import org.jspecify.annotations.NullMarked;
