@@ -1,0 +1,86 @@
+package io.idem.testkit;
+
+import io.idem.IdempotencyKey;
+import io.idem.IdempotencyListener;
+import io.idem.InboundMessage;
+import io.idem.ProcessingOutcome;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A listener that kills its own JVM with {@code Runtime.halt} (no shutdown hooks, no finally
+ * blocks, like {@code kill -9}) at a chosen {@link CrashPoint} after a number of messages: the
+ * victim side of crash tests. Configure it in the child JVM with system properties:
+ *
+ * <ul>
+ *   <li>{@code idem.crash.point} — a {@link CrashPoint} name; absent = never crash;
+ *   <li>{@code idem.crash.after} — how many times the point is passed before the crash (default
+ *       0: the first time).
+ * </ul>
+ *
+ * <p>{@link CrashPoint#DURING_ACK} halts from a helper thread shortly after the commit, while
+ * the processing thread is inside the adapter's acknowledgement. Before halting it prints {@code IDEM-CRASH <point> <key>} to stdout, so the parent can tell
+ * a planned crash from an accident. Thread-safe.
+ */
+public final class CrashInjector implements IdempotencyListener {
+  /** Exit status of a planned crash: {@value}. */
+  public static final int EXIT_STATUS = 137;
+
+  private final @Nullable CrashPoint point;
+  private final long after;
+  private final AtomicLong passes = new AtomicLong();
+
+  public CrashInjector(@Nullable CrashPoint point, long after) {
+    this.point = point;
+    this.after = after;
+  }
+
+  /** From {@code idem.crash.point} / {@code idem.crash.after}. */
+  public static CrashInjector fromSystemProperties() {
+    String name = System.getProperty("idem.crash.point");
+    CrashPoint point = name == null || name.isBlank()
+        ? null
+        : CrashPoint.valueOf(name.trim().toUpperCase(Locale.ROOT));
+    return new CrashInjector(point, Long.getLong("idem.crash.after", 0L));
+  }
+
+  private void pass(CrashPoint here, String key) {
+    if (point == here && passes.getAndIncrement() == after) {
+      halt(here, key);
+    }
+  }
+
+  private static void halt(CrashPoint here, String key) {
+    System.out.println("IDEM-CRASH " + here + " " + key);
+    System.out.flush();
+    Runtime.getRuntime().halt(EXIT_STATUS);
+  }
+
+  @Override
+  public void beforeClaim(InboundMessage message, IdempotencyKey key) {
+    pass(CrashPoint.BEFORE_CLAIM, key.value());
+  }
+
+  @Override
+  public void afterHandler(InboundMessage message, IdempotencyKey key) {
+    pass(CrashPoint.AFTER_HANDLER, key.value());
+  }
+
+  @Override
+  public void afterCommit(InboundMessage message, IdempotencyKey key, ProcessingOutcome pending) {
+    pass(CrashPoint.AFTER_COMMIT, key.value());
+    if (point == CrashPoint.DURING_ACK && passes.getAndIncrement() == after) {
+      long delayNanos = Long.getLong("idem.crash.ack-delay-micros", 300L) * 1000;
+      Thread killer = new Thread(() -> {
+        long until = System.nanoTime() + delayNanos;
+        while (System.nanoTime() < until) {
+          Thread.onSpinWait();
+        }
+        halt(CrashPoint.DURING_ACK, key.value());
+      }, "idem-crash-during-ack");
+      killer.setDaemon(true);
+      killer.start();
+    }
+  }
+}
