@@ -1,0 +1,123 @@
+package io.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class IdempotencyKeyExtractorTest {
+
+  private static InboundMessage.Builder message(String payload) {
+    return InboundMessage.builder("orders", payload.getBytes(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void headerIsFound() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults()
+        .extract(message("{}").header("idempotency-key", "order-42").build());
+    assertThat(result).isEqualTo(new KeyExtraction.Found("order-42", KeySource.HEADER, "header 'idempotency-key'"));
+  }
+
+  @Test
+  void blankHeaderIsRejectedNotSkipped() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults()
+        .orElse(IdempotencyKeyExtractor.brokerMessageId())
+        .extract(message("{}").header("idempotency-key", "  ").brokerMessageId("m-1").build());
+    assertThat(result).isInstanceOf(KeyExtraction.Rejected.class);
+    assertThat(((KeyExtraction.Rejected) result).reason()).contains("blank");
+  }
+
+  @Test
+  void undecodableHeaderIsRejected() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults()
+        .extract(message("{}").undecodableHeader("idempotency-key").build());
+    assertThat(((KeyExtraction.Rejected) result).reason()).contains("not valid UTF-8");
+  }
+
+  @Test
+  void cloudEventsSourceAndIdMakeTheKey() {
+    for (String prefix : new String[] {"ce_", "ce-", "cloudEvents:", "cloudEvents_"}) {
+      KeyExtraction result = IdempotencyKeyExtractor.defaults().extract(
+          message("{}").header(prefix + "id", "A-1").header(prefix + "source", "/shop/orders").build());
+      assertThat(result).as(prefix).isInstanceOf(KeyExtraction.Found.class);
+      KeyExtraction.Found found = (KeyExtraction.Found) result;
+      assertThat(found.value()).isEqualTo("/shop/orders A-1");
+      assertThat(found.source()).isEqualTo(KeySource.CLOUDEVENTS);
+    }
+  }
+
+  @Test
+  void cloudEventsIdWithoutSourceIsRejected() {
+    KeyExtraction result = IdempotencyKeyExtractor.cloudEvents().extract(message("{}").header("ce_id", "1").build());
+    assertThat(((KeyExtraction.Rejected) result).reason()).contains("ce_source");
+  }
+
+  @Test
+  void headerWinsOverCloudEvents() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults().extract(
+        message("{}").header("ce_id", "1").header("ce_source", "s").header("idempotency-key", "k").build());
+    assertThat(((KeyExtraction.Found) result).value()).isEqualTo("k");
+  }
+
+  @Test
+  void jsonPointerReadsScalars() {
+    IdempotencyKeyExtractor pointer = IdempotencyKeyExtractor.jsonPointer("/order/id");
+    assertThat(((KeyExtraction.Found) pointer.extract(message("{\"order\":{\"id\":\"o-7\"}}").build())).value())
+        .isEqualTo("o-7");
+    assertThat(((KeyExtraction.Found) pointer.extract(message("{\"order\":{\"id\":12345678901234}}").build())).value())
+        .isEqualTo("12345678901234");
+    KeyExtraction.Found found = (KeyExtraction.Found) pointer.extract(message("{\"order\":{\"id\":\"x\"}}").build());
+    assertThat(found.source()).isEqualTo(KeySource.PAYLOAD);
+  }
+
+  @Test
+  void jsonPointerOnMalformedJsonIsRejected() {
+    KeyExtraction result = IdempotencyKeyExtractor.jsonPointer("/id").extract(message("{\"id\": ").build());
+    assertThat(((KeyExtraction.Rejected) result).reason()).contains("not valid JSON");
+  }
+
+  @Test
+  void jsonPointerOnEmptyPayloadIsRejected() {
+    KeyExtraction result = IdempotencyKeyExtractor.jsonPointer("/id").extract(message("").build());
+    assertThat(result).isInstanceOf(KeyExtraction.Rejected.class);
+  }
+
+  @Test
+  void jsonPointerMissingFieldIsAbsentAndObjectIsRejected() {
+    IdempotencyKeyExtractor pointer = IdempotencyKeyExtractor.jsonPointer("/id");
+    assertThat(pointer.extract(message("{\"other\":1}").build())).isInstanceOf(KeyExtraction.Absent.class);
+    assertThat(pointer.extract(message("{\"id\":null}").build())).isInstanceOf(KeyExtraction.Absent.class);
+    assertThat(pointer.extract(message("{\"id\":{\"a\":1}}").build())).isInstanceOf(KeyExtraction.Rejected.class);
+  }
+
+  @Test
+  void invalidPointerIsRefusedAtConfiguration() {
+    assertThatThrownBy(() -> IdempotencyKeyExtractor.jsonPointer("id"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("'id'");
+  }
+
+  @Test
+  void brokerIdOnlyWhenConfiguredAndAfterTheBusinessKeys() {
+    InboundMessage noKey = message("{}").brokerMessageId("orders-0@17").build();
+    assertThat(IdempotencyKeyExtractor.defaults().extract(noKey)).isInstanceOf(KeyExtraction.Absent.class);
+    KeyExtraction fallback = IdempotencyKeyExtractor.defaults().orElse(IdempotencyKeyExtractor.brokerMessageId()).extract(noKey);
+    assertThat(fallback).isEqualTo(new KeyExtraction.Found("orders-0@17", KeySource.BROKER_ID, "broker message id (fallback)"));
+  }
+
+  @Test
+  void absentChainExplainsEverythingTried() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults().extract(message("{}").build());
+    assertThat(((KeyExtraction.Absent) result).detail()).contains("idempotency-key").contains("CloudEvents");
+  }
+
+  @Test
+  void throwingExtractorBecomesRejection() {
+    IdempotencyKeyExtractor broken = m -> {
+      throw new IllegalStateException("bug");
+    };
+    KeyExtraction result = IdempotencyKeyExtractor.firstOf(broken).extract(message("{}").build());
+    assertThat(((KeyExtraction.Rejected) result).reason()).contains("bug");
+  }
+}

@@ -1,0 +1,39 @@
+package io.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class IdempotencyKeyTest {
+
+  @Test
+  void limits() {
+    assertThat(new IdempotencyKey("g", "k".repeat(IdempotencyKey.MAX_LENGTH), KeySource.HEADER).value())
+        .hasSize(512);
+    assertThatThrownBy(() -> new IdempotencyKey("g", "k".repeat(513), KeySource.HEADER))
+        .hasMessage("idempotency key must be at most 512 characters, but was 513");
+    assertThatThrownBy(() -> new IdempotencyKey("g", "a\0b", KeySource.HEADER))
+        .hasMessageContaining("NUL");
+    assertThatThrownBy(() -> new IdempotencyKey(" ", "k", KeySource.HEADER))
+        .hasMessageContaining("consumerGroup must not be blank");
+    assertThatThrownBy(() -> new IdempotencyKey("g".repeat(129), "k", KeySource.HEADER))
+        .hasMessageContaining("consumerGroup must be at most 128");
+  }
+
+  @Test
+  void deadLetterReasonHeaders() {
+    DeadLetterReason reason = new DeadLetterReason(
+        DeadLetterCause.MAX_ATTEMPTS_EXCEEDED, "x".repeat(2000), "g", "k", 5, "java.lang.IllegalStateException");
+    Map<String, String> headers = reason.toHeaders();
+    assertThat(headers).containsEntry(DeadLetterReason.HEADER_CAUSE, "MAX_ATTEMPTS_EXCEEDED")
+        .containsEntry(DeadLetterReason.HEADER_CONSUMER_GROUP, "g")
+        .containsEntry(DeadLetterReason.HEADER_KEY, "k")
+        .containsEntry(DeadLetterReason.HEADER_ATTEMPT, "5")
+        .containsEntry(DeadLetterReason.HEADER_EXCEPTION, "java.lang.IllegalStateException");
+    assertThat(headers.get(DeadLetterReason.HEADER_DETAIL)).hasSize(DeadLetterReason.MAX_DETAIL_LENGTH + 1);
+    assertThat(new DeadLetterReason(DeadLetterCause.NO_KEY, "none", "g", null, 1, null).toHeaders())
+        .doesNotContainKeys(DeadLetterReason.HEADER_KEY, DeadLetterReason.HEADER_EXCEPTION);
+  }
+}

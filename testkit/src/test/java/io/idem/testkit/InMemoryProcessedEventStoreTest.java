@@ -1,0 +1,27 @@
+package io.idem.testkit;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The in-memory store passes the same kit as the PostgreSQL one. */
+class InMemoryProcessedEventStoreTest extends ProcessedEventStoreCompatibilityKit<InMemoryTransaction> {
+  private final InMemoryProcessedEventStore store = new InMemoryProcessedEventStore();
+  private final Map<String, AtomicInteger> effects = new ConcurrentHashMap<>();
+
+  @Override
+  protected InMemoryProcessedEventStore store() {
+    return store;
+  }
+
+  @Override
+  protected void recordEffect(InMemoryTransaction transaction, String key) {
+    transaction.onCommit(() -> effects.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet());
+  }
+
+  @Override
+  protected int effectCount(String key) {
+    AtomicInteger count = effects.get(key);
+    return count == null ? 0 : count.get();
+  }
+}

@@ -1,0 +1,35 @@
+package io.idem.testkit;
+
+import io.idem.DeadLetterReason;
+import io.idem.spi.Acknowledgement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Records how the pipeline settled a delivery; a unit-test stand-in for an adapter. */
+final class RecordingAcknowledgement implements Acknowledgement {
+  final List<String> calls = new ArrayList<>();
+  Duration retryDelay;
+  DeadLetterReason reason;
+  RuntimeException failAck;
+
+  @Override
+  public void ack() {
+    calls.add("ack");
+    if (failAck != null) {
+      throw failAck;
+    }
+  }
+
+  @Override
+  public void retry(Duration delay) {
+    calls.add("retry");
+    retryDelay = delay;
+  }
+
+  @Override
+  public void deadLetter(DeadLetterReason reason) {
+    calls.add("deadLetter");
+    this.reason = reason;
+  }
+}
