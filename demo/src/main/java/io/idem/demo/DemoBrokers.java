@@ -1,0 +1,24 @@
+package io.idem.demo;
+
+import java.util.List;
+import java.util.Map;
+
+/** The brokers the demo knows, by name. */
+final class DemoBrokers {
+  static final List<String> NAMES = List.of();
+
+  private DemoBrokers() {}
+
+  /** A broker for the parent process, not started yet. */
+  static DemoBroker create(String name) {
+    return forConsumer(name, Map.of());
+  }
+
+  /** A broker for the consumer process, connected through {@link DemoBroker#connectionArgs()}. */
+  static DemoBroker forConsumer(String name, Map<String, String> args) {
+    switch (name) {
+      default:
+        throw new IllegalArgumentException("--broker must be one of " + NAMES + ", but was '" + name + "'");
+    }
+  }
+}
