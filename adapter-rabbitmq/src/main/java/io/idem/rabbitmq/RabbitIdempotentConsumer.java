@@ -43,6 +43,13 @@ import org.slf4j.LoggerFactory;
  * {@link RabbitConsumerConfig#recoveryInterval()} a new connection is opened, the topology checked
  * again, and consumption resumes — retried every interval until it succeeds or {@link #close()}.
  *
+ * <h2>Failed settlement</h2>
+ *
+ * When settling fails on a live channel (the dead-letter copy was not confirmed or routed
+ * nowhere), the error is logged and the delivery is returned to the queue with
+ * {@code basicNack(requeue=true)} after {@link RabbitConsumerConfig#recoveryInterval()}: it is
+ * neither dropped nor held for ever, and comes back until it can be settled.
+ *
  * <h2>Closing</h2>
  *
  * {@link #close()} cancels the consumer ({@code basicCancel}), lets in-flight deliveries finish
@@ -270,10 +277,20 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     try {
       pipeline.process(message, new RabbitAcknowledgement(delivery, config, attempts));
     } catch (RuntimeException e) {
-      if (!delivery.session().isOpen()) {
+      Session session = delivery.session();
+      if (!session.isOpen()) {
         LOG.warn("{} not settled, its channel is gone: {}", message, e.getMessage());
-      } else {
-        LOG.error("{} could not be settled; RabbitMQ redelivers it after the channel closes", message, e);
+        return;
+      }
+      // Not settled on a live channel (the dead-letter copy was refused): return it after a pause
+      // rather than hold it forever or loop on it.
+      LOG.error("{} could not be settled; returning it to the queue in {}", message, config.recoveryInterval(), e);
+      long tag = delivery.tag();
+      try {
+        session.schedule("basicNack(requeue) of unsettled tag " + tag, config.recoveryInterval(),
+            (consume, publish) -> consume.basicNack(tag, false, true));
+      } catch (IdempotencyException lost) {
+        LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
       }
     }
   }
