@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * a publisher-confirm channel for dead letters. The client's dispatch thread only hands
  * deliveries to a local buffer; {@link RabbitConsumerConfig#concurrency()} worker threads run the
  * pipeline; a single settler thread per connection performs every ack, nack and dead-letter
- * publish. Heartbeats run on the client's own I/O thread, which nothing here blocks.
+ * publish. Heartbeats run on the client's own I/O thread, which nothing here blocks. Worker
+ * threads are not daemons: {@link #close()} the consumer (it is {@link AutoCloseable}).
  *
  * <h2>Losing the connection or channel</h2>
  *
@@ -155,6 +156,11 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       state = State.RUNNING;
       LOG.info("consuming {} with {} for consumer group '{}'", config.queue(), config, pipeline.consumerGroup());
     }
+  }
+
+  /** The configuration this consumer was created with. */
+  public RabbitConsumerConfig config() {
+    return config;
   }
 
   @Override
