@@ -1,0 +1,109 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import io.idem.DeadLetterReason;
+import io.idem.spi.Acknowledgement;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Settles one AMQP delivery with RabbitMQ's rules. Every channel operation runs on the delivering
+ * session's single settler thread, on the channel that received the delivery — a delivery tag
+ * means nothing on any other channel. Once that channel is gone (connection or channel lost,
+ * consumer closed), RabbitMQ has requeued the delivery: every method then throws
+ * {@link io.idem.IdempotencyException} instead of settling, and the redelivery is deduplicated by
+ * the store. Nothing is acked on a new channel after a recovery.
+ *
+ * <ul>
+ *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}.
+ *   <li>{@link #retry(Duration)}: the delivery is held unacknowledged on this consumer for
+ *       {@code delay}, then {@code basicNack(tag, multiple=false, requeue=true)} returns it to the
+ *       queue, where it is delivered again at once (to any consumer). The wait is a task on the
+ *       settler thread: it blocks no thread, neither the connection's I/O nor a worker. While it
+ *       waits, the delivery uses one prefetch slot. If the channel is lost or the consumer closed
+ *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}.
+ *   <li>{@link #deadLetter(DeadLetterReason)}: a persistent copy — original body, properties and
+ *       headers (without {@code x-delivery-count}), plus {@link DeadLetterReason#toHeaders()} — is
+ *       published with {@code mandatory} to the queue's dead-letter exchange (routing key: the
+ *       configured {@code x-dead-letter-routing-key}, else the delivery's own), and only after the
+ *       broker confirmed it and routed it to a queue is the original acked. {@code basicReject
+ *       (requeue=false)} is not used: RabbitMQ's own dead-lettering cannot add the reason headers
+ *       and would store a second, reasonless copy. If the copy is not confirmed, this throws and
+ *       the original stays for redelivery; if the channel is lost between the copy and the ack, the
+ *       message can be dead-lettered twice.
+ * </ul>
+ *
+ * <p>Thread-safe; each instance settles one delivery, once.
+ */
+public final class RabbitAcknowledgement implements Acknowledgement {
+  private final Delivery delivery;
+  private final RabbitConsumerConfig config;
+  private final DeliveryAttempts attempts;
+
+  RabbitAcknowledgement(Delivery delivery, RabbitConsumerConfig config, DeliveryAttempts attempts) {
+    this.delivery = Objects.requireNonNull(delivery, "delivery");
+    this.config = Objects.requireNonNull(config, "config");
+    this.attempts = Objects.requireNonNull(attempts, "attempts");
+  }
+
+  /** @throws io.idem.IdempotencyException when the delivering channel is gone */
+  @Override
+  public void ack() {
+    long tag = delivery.tag();
+    delivery.session().call("basicAck of tag " + tag, (consume, publish) -> consume.basicAck(tag, false));
+    attempts.forget(delivery.properties(), delivery.body());
+  }
+
+  /** @throws io.idem.IdempotencyException when the delivering channel is already gone */
+  @Override
+  public void retry(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    long tag = delivery.tag();
+    delivery.session().schedule("basicNack(requeue) of tag " + tag, delay,
+        (consume, publish) -> consume.basicNack(tag, false, true));
+  }
+
+  /**
+   * @throws io.idem.IdempotencyException when the copy was not confirmed or not routed, or the
+   *     delivering channel is gone; the original is then not acked
+   */
+  @Override
+  public void deadLetter(DeadLetterReason reason) {
+    Objects.requireNonNull(reason, "reason");
+    long tag = delivery.tag();
+    String exchange = config.deadLetterExchange();
+    String routingKey = config.deadLetterRoutingKey() != null
+        ? config.deadLetterRoutingKey()
+        : delivery.envelope().getRoutingKey();
+    AMQP.BasicProperties copy = deadLetterProperties(delivery.properties(), reason);
+    delivery.session().call("dead-letter of tag " + tag + " to exchange '" + exchange + "'",
+        (consume, publish) -> {
+          delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
+          consume.basicAck(tag, false);
+        });
+    attempts.forget(delivery.properties(), delivery.body());
+  }
+
+  static AMQP.BasicProperties deadLetterProperties(AMQP.BasicProperties original, DeadLetterReason reason) {
+    Map<String, Object> headers = new LinkedHashMap<>();
+    if (original.getHeaders() != null) {
+      headers.putAll(original.getHeaders());
+    }
+    headers.remove(DeliveryAttempts.DELIVERY_COUNT_HEADER);
+    headers.putAll(reason.toHeaders());
+    return original.builder()
+        .headers(headers)
+        .deliveryMode(2) // persistent: the dead letter must survive a broker restart
+        .expiration(null) // a dead letter does not expire with the original's TTL
+        .userId(null) // RabbitMQ rejects a user-id that is not the publishing connection's user
+        .build();
+  }
+
+  @Override
+  public String toString() {
+    return "RabbitAcknowledgement[queue=" + config.queue() + ", tag=" + delivery.tag()
+        + ", session=" + delivery.session().generation + "]";
+  }
+}

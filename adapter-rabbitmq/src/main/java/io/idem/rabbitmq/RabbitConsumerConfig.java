@@ -1,0 +1,423 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.ConnectionFactory;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Immutable configuration of a {@link RabbitIdempotentConsumer}: which queue, how to reach the
+ * broker, how much to prefetch, and what the queue and its dead-letter destination look like.
+ * Build with {@link #builder(String)}; {@link Builder#build()} validates and copies.
+ *
+ * <h2>Queue topology</h2>
+ *
+ * The adapter needs a dead-letter exchange: it publishes messages it gives up on (no key, payload
+ * conflict, non-retryable failure, past the retry policy's maximum attempts) there with the reason
+ * in headers, and RabbitMQ itself dead-letters there what it removes from the queue (a quorum
+ * queue's {@code x-delivery-limit}, TTLs, length limits). On {@link RabbitIdempotentConsumer#start()}
+ * the adapter either declares the topology ({@link Builder#declareTopology(boolean)}) or verifies
+ * it: the queue and the dead-letter exchange must exist, and the queue's arguments must equal the
+ * configured ones ({@code x-queue-type}, {@code x-dead-letter-exchange},
+ * {@code x-dead-letter-routing-key}, {@code x-delivery-limit} and any
+ * {@link Builder#queueArgument(String, Object) extra}). RabbitMQ checks that equality itself when
+ * a queue is re-declared, so a quorum queue with a delivery limit and no dead-letter exchange — one
+ * that would silently drop messages past its limit — makes {@code start()} fail with an
+ * {@link io.idem.IdempotencyException} that says so.
+ *
+ * <p>Instances are immutable and thread-safe.
+ */
+public final class RabbitConsumerConfig {
+
+  /** Default {@link Builder#uri(String) uri}: {@value} (the local broker's default account). */
+  public static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672/%2F";
+  /**
+   * Default {@link Builder#prefetch(int) prefetch}: {@value} unacknowledged deliveries per
+   * consumer. Small, so that a stopped or slow instance holds few messages away from others.
+   */
+  public static final int DEFAULT_PREFETCH = 10;
+  /** Default {@link Builder#concurrency(int) concurrency}: {@value} worker thread. */
+  public static final int DEFAULT_CONCURRENCY = 1;
+  /** Default {@link Builder#queueType(RabbitQueueType) queue type}: classic. */
+  public static final RabbitQueueType DEFAULT_QUEUE_TYPE = RabbitQueueType.CLASSIC;
+  /** Suffix of the default dead-letter exchange name ({@code <queue>.dlx}): {@value}. */
+  public static final String DEFAULT_DEAD_LETTER_EXCHANGE_SUFFIX = ".dlx";
+  /** Suffix of the default dead-letter queue name ({@code <queue>.dlq}): {@value}. */
+  public static final String DEFAULT_DEAD_LETTER_QUEUE_SUFFIX = ".dlq";
+  /** Default {@link Builder#declareTopology(boolean)}: {@value} (verify, do not declare). */
+  public static final boolean DEFAULT_DECLARE_TOPOLOGY = false;
+  /** Default {@link Builder#verifyQueueArguments(boolean)}: {@value}. */
+  public static final boolean DEFAULT_VERIFY_QUEUE_ARGUMENTS = true;
+  /** Prefix of the default client-provided connection name ({@code idem-rabbitmq:<queue>}). */
+  public static final String DEFAULT_CONNECTION_NAME_PREFIX = "idem-rabbitmq:";
+  /** Default {@link Builder#shutdownTimeout(Duration) shutdown timeout}: 30 seconds. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+  /** Default {@link Builder#recoveryInterval(Duration) recovery interval}: 5 seconds. */
+  public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(5);
+  /** Default {@link Builder#confirmTimeout(Duration) confirm timeout}: 10 seconds. */
+  public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
+
+  private static final int MAX_NAME_BYTES = 255;
+
+  private final String queue;
+  private final String uri;
+  private final int prefetch;
+  private final int concurrency;
+  private final RabbitQueueType queueType;
+  private final @Nullable Integer deliveryLimit;
+  private final String deadLetterExchange;
+  private final @Nullable String deadLetterRoutingKey;
+  private final String deadLetterQueue;
+  private final boolean declareTopology;
+  private final boolean verifyQueueArguments;
+  private final Map<String, Object> extraQueueArguments;
+  private final String connectionName;
+  private final Duration shutdownTimeout;
+  private final Duration recoveryInterval;
+  private final Duration confirmTimeout;
+
+  private RabbitConsumerConfig(Builder b) {
+    this.queue = b.queue;
+    this.uri = b.uri;
+    this.prefetch = b.prefetch;
+    this.concurrency = b.concurrency;
+    this.queueType = b.queueType;
+    this.deliveryLimit = b.deliveryLimit;
+    this.deadLetterExchange =
+        b.deadLetterExchange != null ? b.deadLetterExchange : b.queue + DEFAULT_DEAD_LETTER_EXCHANGE_SUFFIX;
+    this.deadLetterRoutingKey = b.deadLetterRoutingKey;
+    this.deadLetterQueue =
+        b.deadLetterQueue != null ? b.deadLetterQueue : b.queue + DEFAULT_DEAD_LETTER_QUEUE_SUFFIX;
+    this.declareTopology = b.declareTopology;
+    this.verifyQueueArguments = b.verifyQueueArguments;
+    this.extraQueueArguments = Map.copyOf(b.extraQueueArguments);
+    this.connectionName =
+        b.connectionName != null ? b.connectionName : DEFAULT_CONNECTION_NAME_PREFIX + b.queue;
+    this.shutdownTimeout = b.shutdownTimeout;
+    this.recoveryInterval = b.recoveryInterval;
+    this.confirmTimeout = b.confirmTimeout;
+  }
+
+  /**
+   * Starts a configuration for consuming {@code queue}.
+   *
+   * @param queue the queue name, not blank, at most 255 UTF-8 bytes
+   */
+  public static Builder builder(String queue) {
+    return new Builder(queue);
+  }
+
+  /** The queue consumed; also {@link io.idem.InboundMessage#source()} of its messages. */
+  public String queue() {
+    return queue;
+  }
+
+  /** The AMQP URI used by {@link RabbitIdempotentConsumer#create(RabbitConsumerConfig, io.idem.IdempotentConsumer)}. */
+  public String uri() {
+    return uri;
+  }
+
+  /** {@code basicQos} prefetch count: unacknowledged deliveries per consumer. */
+  public int prefetch() {
+    return prefetch;
+  }
+
+  /** Worker threads processing deliveries in parallel. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  public RabbitQueueType queueType() {
+    return queueType;
+  }
+
+  /** The queue's {@code x-delivery-limit} (quorum only), or {@code null} when it has none. */
+  public @Nullable Integer deliveryLimit() {
+    return deliveryLimit;
+  }
+
+  /** The queue's dead-letter exchange ({@code x-dead-letter-exchange}). */
+  public String deadLetterExchange() {
+    return deadLetterExchange;
+  }
+
+  /**
+   * The queue's {@code x-dead-letter-routing-key}, or {@code null}: dead letters keep the routing
+   * key they were published with, as RabbitMQ does.
+   */
+  public @Nullable String deadLetterRoutingKey() {
+    return deadLetterRoutingKey;
+  }
+
+  /** The queue bound to the dead-letter exchange when {@link #declareTopology()} is on. */
+  public String deadLetterQueue() {
+    return deadLetterQueue;
+  }
+
+  public boolean declareTopology() {
+    return declareTopology;
+  }
+
+  public boolean verifyQueueArguments() {
+    return verifyQueueArguments;
+  }
+
+  /**
+   * Every argument the queue is declared or verified with: {@code x-queue-type},
+   * {@code x-dead-letter-exchange}, {@code x-dead-letter-routing-key} and {@code x-delivery-limit}
+   * when set, then the extra ones; unmodifiable, insertion-ordered.
+   */
+  public Map<String, Object> queueArguments() {
+    Map<String, Object> args = new LinkedHashMap<>();
+    args.put("x-queue-type", queueType.argument());
+    args.put("x-dead-letter-exchange", deadLetterExchange);
+    if (deadLetterRoutingKey != null) {
+      args.put("x-dead-letter-routing-key", deadLetterRoutingKey);
+    }
+    if (deliveryLimit != null) {
+      args.put("x-delivery-limit", deliveryLimit);
+    }
+    args.putAll(extraQueueArguments);
+    return java.util.Collections.unmodifiableMap(args);
+  }
+
+  /** The client-provided connection name, shown by {@code rabbitmqctl list_connections}. */
+  public String connectionName() {
+    return connectionName;
+  }
+
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  public Duration recoveryInterval() {
+    return recoveryInterval;
+  }
+
+  public Duration confirmTimeout() {
+    return confirmTimeout;
+  }
+
+  @Override
+  public String toString() {
+    return "RabbitConsumerConfig[queue=" + queue + ", uri=" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
+        + ", prefetch=" + prefetch + ", concurrency=" + concurrency + ", queueArguments="
+        + queueArguments() + ", declareTopology=" + declareTopology + ", deadLetterQueue="
+        + deadLetterQueue + ", verifyQueueArguments=" + verifyQueueArguments
+        + ", connectionName=" + connectionName + ", shutdownTimeout=" + shutdownTimeout
+        + ", recoveryInterval=" + recoveryInterval + ", confirmTimeout=" + confirmTimeout + "]";
+  }
+
+  /** Builder of {@link RabbitConsumerConfig}. Not thread-safe. */
+  public static final class Builder {
+    private final String queue;
+    private String uri = DEFAULT_URI;
+    private int prefetch = DEFAULT_PREFETCH;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private RabbitQueueType queueType = DEFAULT_QUEUE_TYPE;
+    private @Nullable Integer deliveryLimit;
+    private @Nullable String deadLetterExchange;
+    private @Nullable String deadLetterRoutingKey;
+    private @Nullable String deadLetterQueue;
+    private boolean declareTopology = DEFAULT_DECLARE_TOPOLOGY;
+    private boolean verifyQueueArguments = DEFAULT_VERIFY_QUEUE_ARGUMENTS;
+    private final Map<String, Object> extraQueueArguments = new LinkedHashMap<>();
+    private @Nullable String connectionName;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration recoveryInterval = DEFAULT_RECOVERY_INTERVAL;
+    private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
+
+    private Builder(String queue) {
+      this.queue = Objects.requireNonNull(queue, "queue");
+    }
+
+    /**
+     * AMQP URI of the broker, credentials and virtual host included; default {@value
+     * RabbitConsumerConfig#DEFAULT_URI}. Ignored when a {@link ConnectionFactory} is passed to
+     * {@link RabbitIdempotentConsumer#create(RabbitConsumerConfig, io.idem.IdempotentConsumer,
+     * ConnectionFactory)}.
+     */
+    public Builder uri(String value) {
+      this.uri = Objects.requireNonNull(value, "uri");
+      return this;
+    }
+
+    /**
+     * {@code basicQos} prefetch count, 1..65535; default {@value
+     * RabbitConsumerConfig#DEFAULT_PREFETCH}. A delivery waiting for its retry backoff keeps its
+     * slot, so keep it above {@link #concurrency(int)}.
+     */
+    public Builder prefetch(int value) {
+      this.prefetch = value;
+      return this;
+    }
+
+    /**
+     * Worker threads, 1..prefetch; default {@value RabbitConsumerConfig#DEFAULT_CONCURRENCY}. Above
+     * 1, messages of the queue are processed out of order.
+     */
+    public Builder concurrency(int value) {
+      this.concurrency = value;
+      return this;
+    }
+
+    /** Default {@link RabbitQueueType#CLASSIC}. */
+    public Builder queueType(RabbitQueueType value) {
+      this.queueType = Objects.requireNonNull(value, "queueType");
+      return this;
+    }
+
+    /**
+     * The quorum queue's {@code x-delivery-limit}, at least 1; default none. RabbitMQ counts every
+     * return (retry, channel loss, shutdown with prefetched messages) against it and dead-letters
+     * past it without Idem's reason headers, so set it well above the retry policy's
+     * {@code maxAttempts}.
+     */
+    public Builder deliveryLimit(int value) {
+      this.deliveryLimit = value;
+      return this;
+    }
+
+    /** The queue's dead-letter exchange; default {@code <queue>.dlx}. */
+    public Builder deadLetterExchange(String value) {
+      this.deadLetterExchange = Objects.requireNonNull(value, "deadLetterExchange");
+      return this;
+    }
+
+    /**
+     * The queue's {@code x-dead-letter-routing-key}; default none (dead letters keep their original
+     * routing key).
+     */
+    public Builder deadLetterRoutingKey(String value) {
+      this.deadLetterRoutingKey = Objects.requireNonNull(value, "deadLetterRoutingKey");
+      return this;
+    }
+
+    /** The dead-letter queue declared with {@link #declareTopology(boolean)}; default {@code <queue>.dlq}. */
+    public Builder deadLetterQueue(String value) {
+      this.deadLetterQueue = Objects.requireNonNull(value, "deadLetterQueue");
+      return this;
+    }
+
+    /**
+     * {@code true}: on start, declare (idempotently) the dead-letter exchange (fanout, durable), the
+     * dead-letter queue bound to it (same queue type) and the queue with {@link
+     * RabbitConsumerConfig#queueArguments()}, all durable. {@code false} (default): verify that they
+     * exist as configured.
+     */
+    public Builder declareTopology(boolean value) {
+      this.declareTopology = value;
+      return this;
+    }
+
+    /**
+     * {@code true} (default): on start, re-declare the queue with the configured arguments so that
+     * RabbitMQ refuses a queue that differs. {@code false} only checks that the queue exists — for
+     * queues whose dead-letter exchange or limits come from policies, which AMQP cannot see: then
+     * the operator answers for the dead-letter exchange.
+     */
+    public Builder verifyQueueArguments(boolean value) {
+      this.verifyQueueArguments = value;
+      return this;
+    }
+
+    /**
+     * Another queue argument to declare or verify (for example {@code x-max-length}); RabbitMQ's
+     * re-declare check compares those too, so list every argument the queue has.
+     */
+    public Builder queueArgument(String name, Object value) {
+      extraQueueArguments.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /** Client-provided connection name; default {@code idem-rabbitmq:<queue>}. */
+    public Builder connectionName(String value) {
+      this.connectionName = Objects.requireNonNull(value, "connectionName");
+      return this;
+    }
+
+    /** How long {@link RabbitIdempotentConsumer#close()} waits for in-flight messages; default 30 s. */
+    public Builder shutdownTimeout(Duration value) {
+      this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
+      return this;
+    }
+
+    /** Pause before reconnecting after the connection or channel was lost; default 5 s. */
+    public Builder recoveryInterval(Duration value) {
+      this.recoveryInterval = Objects.requireNonNull(value, "recoveryInterval");
+      return this;
+    }
+
+    /** How long a dead-letter publish waits for the broker's confirm; default 10 s. */
+    public Builder confirmTimeout(Duration value) {
+      this.confirmTimeout = Objects.requireNonNull(value, "confirmTimeout");
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the setting and its value when one is out of range
+     */
+    public RabbitConsumerConfig build() {
+      checkName("queue", queue);
+      if (deadLetterExchange != null) {
+        checkName("deadLetterExchange", deadLetterExchange);
+      }
+      if (deadLetterQueue != null) {
+        checkName("deadLetterQueue", deadLetterQueue);
+      }
+      try {
+        new ConnectionFactory().setUri(uri);
+      } catch (Exception e) {
+        throw new IllegalArgumentException(
+            "uri must be an AMQP URI, but was '" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
+                + "': " + e.getMessage(), e);
+      }
+      if (prefetch < 1 || prefetch > 65_535) {
+        throw new IllegalArgumentException("prefetch must be in 1..65535, but was " + prefetch);
+      }
+      if (concurrency < 1 || concurrency > prefetch) {
+        throw new IllegalArgumentException(
+            "concurrency must be in 1..prefetch (" + prefetch + "), but was " + concurrency);
+      }
+      if (deliveryLimit != null) {
+        if (queueType != RabbitQueueType.QUORUM) {
+          throw new IllegalArgumentException(
+              "deliveryLimit applies to quorum queues only, but was " + deliveryLimit
+                  + " on a " + queueType + " queue");
+        }
+        if (deliveryLimit < 1) {
+          throw new IllegalArgumentException("deliveryLimit must be >= 1, but was " + deliveryLimit);
+        }
+      }
+      for (String reserved : new String[] {
+          "x-queue-type", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-delivery-limit"}) {
+        if (extraQueueArguments.containsKey(reserved)) {
+          throw new IllegalArgumentException(
+              "queueArgument '" + reserved + "' has its own setting, but was given as "
+                  + extraQueueArguments.get(reserved));
+        }
+      }
+      checkPositive("shutdownTimeout", shutdownTimeout);
+      checkPositive("recoveryInterval", recoveryInterval);
+      checkPositive("confirmTimeout", confirmTimeout);
+      return new RabbitConsumerConfig(this);
+    }
+
+    private static void checkName(String setting, String value) {
+      if (value.isBlank() || value.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+        throw new IllegalArgumentException(
+            setting + " must be non-blank and at most " + MAX_NAME_BYTES + " UTF-8 bytes, but was '"
+                + value + "'");
+      }
+    }
+
+    private static void checkPositive(String setting, Duration value) {
+      if (value.isNegative() || value.isZero()) {
+        throw new IllegalArgumentException(setting + " must be > 0, but was " + value);
+      }
+    }
+  }
+}

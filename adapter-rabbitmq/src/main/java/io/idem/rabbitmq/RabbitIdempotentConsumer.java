@@ -1,0 +1,335 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.ConnectionFactory;
+import io.idem.BrokerConsumer;
+import io.idem.IdempotencyException;
+import io.idem.IdempotentConsumer;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes one RabbitMQ queue with manual acknowledgements and feeds every delivery through an
+ * {@link IdempotentConsumer} pipeline; a delivery is acked only after its store transaction
+ * committed (see {@link RabbitAcknowledgement} for ack, retry and dead-letter).
+ *
+ * <h2>Threads and channels</h2>
+ *
+ * One connection with a consuming channel ({@code basicQos(prefetch)}, {@code autoAck=false}) and
+ * a publisher-confirm channel for dead letters. The client's dispatch thread only hands
+ * deliveries to a local buffer; {@link RabbitConsumerConfig#concurrency()} worker threads run the
+ * pipeline; a single settler thread per connection performs every ack, nack and dead-letter
+ * publish. Heartbeats run on the client's own I/O thread, which nothing here blocks. Worker
+ * threads are not daemons: {@link #close()} the consumer (it is {@link AutoCloseable}).
+ *
+ * <h2>Losing the connection or channel</h2>
+ *
+ * The client's automatic recovery is switched off (also on a {@link ConnectionFactory} passed to
+ * {@link #create(RabbitConsumerConfig, IdempotentConsumer, ConnectionFactory)}, which is copied):
+ * recovery would hand deliveries of the new channel and acks meant for the old one to the same
+ * {@code Channel} object. Instead, when the connection or either channel closes, that whole
+ * connection is abandoned: deliveries received on it are not settled any more (RabbitMQ requeued
+ * them; an in-flight handler still commits, and its redelivery is acked as a duplicate), and after
+ * {@link RabbitConsumerConfig#recoveryInterval()} a new connection is opened, the topology checked
+ * again, and consumption resumes — retried every interval until it succeeds or {@link #close()}.
+ *
+ * <h2>Failed settlement</h2>
+ *
+ * When settling fails on a live channel (the dead-letter copy was not confirmed or routed
+ * nowhere), the error is logged and the delivery is returned to the queue with
+ * {@code basicNack(requeue=true)} after {@link RabbitConsumerConfig#recoveryInterval()}: it is
+ * neither dropped nor held for ever, and comes back until it can be settled.
+ *
+ * <h2>Closing</h2>
+ *
+ * {@link #close()} cancels the consumer ({@code basicCancel}), lets in-flight deliveries finish
+ * and settle (committed ones acked), leaves prefetched deliveries that were not started
+ * unacknowledged, then closes the connection so that RabbitMQ returns them to the queue — all
+ * within {@link RabbitConsumerConfig#shutdownTimeout()}. A handler still running then is not
+ * waited for further; its delivery is not acked. Retries waiting for their backoff are returned
+ * at once.
+ *
+ * <p>Thread-safe lifecycle methods. Logs under {@code io.idem.rabbitmq}.
+ */
+public final class RabbitIdempotentConsumer implements BrokerConsumer {
+  private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
+  private static final Duration POLL = Duration.ofMillis(100);
+
+  private enum State { NEW, RUNNING, CLOSED }
+
+  private final RabbitConsumerConfig config;
+  private final IdempotentConsumer<?> pipeline;
+  private final ConnectionFactory factory;
+  private final DeliveryAttempts attempts = new DeliveryAttempts(DeliveryAttempts.CAPACITY);
+  private final LinkedBlockingQueue<Delivery> buffer = new LinkedBlockingQueue<>();
+  private final AtomicLong generations = new AtomicLong();
+  private final List<Thread> workers = new ArrayList<>();
+  private final Object lifecycle = new Object();
+  private volatile State state = State.NEW;
+  private volatile boolean stopping;
+  private volatile @Nullable Session session;
+  private @Nullable ScheduledExecutorService supervisor;
+
+  private RabbitIdempotentConsumer(
+      RabbitConsumerConfig config, IdempotentConsumer<?> pipeline, ConnectionFactory factory) {
+    this.config = config;
+    this.pipeline = pipeline;
+    this.factory = factory;
+  }
+
+  /**
+   * A consumer connecting to {@link RabbitConsumerConfig#uri()}. Not started.
+   *
+   * @throws IllegalArgumentException when the URI cannot be used
+   */
+  public static RabbitIdempotentConsumer create(RabbitConsumerConfig config, IdempotentConsumer<?> pipeline) {
+    Objects.requireNonNull(config, "config");
+    ConnectionFactory factory = new ConnectionFactory();
+    try {
+      factory.setUri(config.uri());
+    } catch (Exception e) {
+      throw new IllegalArgumentException("uri cannot be used: " + e.getMessage(), e);
+    }
+    return create(config, pipeline, factory);
+  }
+
+  /**
+   * A consumer connecting with a copy of {@code factory} (host, credentials, TLS, heartbeat, …;
+   * {@link RabbitConsumerConfig#uri()} is ignored). The copy has automatic and topology recovery
+   * switched off: the adapter recovers itself, see the class description. Not started.
+   */
+  public static RabbitIdempotentConsumer create(
+      RabbitConsumerConfig config, IdempotentConsumer<?> pipeline, ConnectionFactory factory) {
+    Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(pipeline, "pipeline");
+    ConnectionFactory copy = Objects.requireNonNull(factory, "factory").clone();
+    copy.setAutomaticRecoveryEnabled(false);
+    copy.setTopologyRecoveryEnabled(false);
+    return new RabbitIdempotentConsumer(config, pipeline, copy);
+  }
+
+  /**
+   * Connects, declares or verifies the topology, and starts consuming.
+   *
+   * @throws IllegalStateException when already started or closed
+   * @throws IdempotencyException when RabbitMQ cannot be reached or the topology is refused (the
+   *     queue or its dead-letter exchange missing, the queue's arguments differ from the
+   *     configuration, a quorum queue with a delivery limit and no dead-letter exchange); the
+   *     consumer is then closed
+   */
+  @Override
+  public void start() {
+    synchronized (lifecycle) {
+      if (state != State.NEW) {
+        throw new IllegalStateException("consumer of " + config.queue() + " is " + state + ", not NEW");
+      }
+      warnAboutDeliveryLimit();
+      ScheduledThreadPoolExecutor recovery =
+          new ScheduledThreadPoolExecutor(1, r -> daemon(r, "idem-rabbit-recover-" + config.queue()));
+      recovery.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+      supervisor = recovery;
+      try {
+        session = openSession();
+      } catch (IdempotencyException | IOException | TimeoutException e) {
+        state = State.CLOSED;
+        stopping = true;
+        recovery.shutdownNow();
+        throw e instanceof IdempotencyException idem ? idem
+            : new IdempotencyException("could not connect to RabbitMQ for queue '" + config.queue() + "': " + e, e);
+      }
+      for (int i = 0; i < config.concurrency(); i++) {
+        Thread worker = new Thread(this::work, "idem-rabbit-worker-" + config.queue() + "-" + i);
+        workers.add(worker);
+        worker.start();
+      }
+      state = State.RUNNING;
+      LOG.info("consuming {} with {} for consumer group '{}'", config.queue(), config, pipeline.consumerGroup());
+    }
+  }
+
+  /** The configuration this consumer was created with. */
+  public RabbitConsumerConfig config() {
+    return config;
+  }
+
+  @Override
+  public boolean isRunning() {
+    return state == State.RUNNING && !stopping;
+  }
+
+  /** Graceful stop; see the class description. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (lifecycle) {
+      if (state != State.RUNNING) {
+        state = State.CLOSED;
+        return;
+      }
+      stopping = true;
+      long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
+      ScheduledExecutorService recovery = Objects.requireNonNull(supervisor);
+      recovery.shutdown(); // runs pending closes of lost connections, drops pending reconnects
+      awaitQuietly(recovery, remaining(deadline));
+      Session current = session;
+      if (current != null && current.isOpen()) {
+        current.cancelConsumer();
+      }
+      int unfinished = 0;
+      for (Thread worker : workers) {
+        try {
+          worker.join(Math.max(1, remaining(deadline).toMillis()));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        unfinished += worker.isAlive() ? 1 : 0;
+      }
+      if (unfinished > 0) {
+        LOG.warn("{} handler(s) of {} still running after shutdownTimeout {}: their deliveries are not"
+            + " acked and RabbitMQ redelivers them", unfinished, config.queue(), config.shutdownTimeout());
+      }
+      int unprocessed = buffer.size();
+      buffer.clear();
+      if (current != null) {
+        current.close(Duration.ofMillis(Math.max(1_000, remaining(deadline).toMillis())));
+      }
+      state = State.CLOSED;
+      LOG.info("stopped consuming {}: {} prefetched deliveries returned unacknowledged", config.queue(), unprocessed);
+    }
+  }
+
+  private Session openSession() throws IOException, TimeoutException {
+    return Session.open(generations.incrementAndGet(), factory, config, buffer::add, this::lost);
+  }
+
+  /** Called from a client thread when a session's connection or channel closed. */
+  private void lost(Session gone) {
+    if (stopping) {
+      return;
+    }
+    LOG.warn("lost the connection or channel of {} (generation {}): its deliveries are void and will be"
+        + " redelivered; reconnecting in {}", config.queue(), gone.generation, config.recoveryInterval());
+    ScheduledExecutorService recovery = supervisor;
+    if (recovery == null) {
+      return;
+    }
+    try {
+      recovery.execute(() -> gone.close(Duration.ofSeconds(5)));
+      recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // closing
+    }
+  }
+
+  private void reconnect() {
+    if (stopping) {
+      return;
+    }
+    try {
+      Session next = openSession();
+      session = next;
+      LOG.info("reconnected to {} (generation {})", config.queue(), next.generation);
+    } catch (Exception e) {
+      LOG.warn("reconnecting to {} failed: {}; next try in {}", config.queue(), e.toString(), config.recoveryInterval());
+      ScheduledExecutorService recovery = supervisor;
+      if (!stopping && recovery != null) {
+        try {
+          recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+          // closing
+        }
+      }
+    }
+  }
+
+  private void work() {
+    while (!stopping) {
+      Delivery delivery;
+      try {
+        delivery = buffer.poll(POLL.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (delivery == null) {
+        continue;
+      }
+      if (stopping) {
+        return; // prefetched, not started: returned unacked when the connection closes
+      }
+      if (!delivery.session().isOpen()) {
+        LOG.debug("dropping delivery {} of lost generation {}: RabbitMQ requeued it",
+            delivery.tag(), delivery.session().generation);
+        continue;
+      }
+      process(delivery);
+    }
+  }
+
+  private void process(Delivery delivery) {
+    int attempt = attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
+    RabbitInboundMessage message = new RabbitInboundMessage(
+        config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
+        delivery.receivedAt());
+    try {
+      pipeline.process(message, new RabbitAcknowledgement(delivery, config, attempts));
+    } catch (RuntimeException e) {
+      Session session = delivery.session();
+      if (!session.isOpen()) {
+        LOG.warn("{} not settled, its channel is gone: {}", message, e.getMessage());
+        return;
+      }
+      // Not settled on a live channel (the dead-letter copy was refused): return it after a pause
+      // rather than hold it forever or loop on it.
+      LOG.error("{} could not be settled; returning it to the queue in {}", message, config.recoveryInterval(), e);
+      long tag = delivery.tag();
+      try {
+        session.schedule("basicNack(requeue) of unsettled tag " + tag, config.recoveryInterval(),
+            (consume, publish) -> consume.basicNack(tag, false, true));
+      } catch (IdempotencyException lost) {
+        LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
+      }
+    }
+  }
+
+  private void warnAboutDeliveryLimit() {
+    Integer limit = config.deliveryLimit();
+    int maxAttempts = pipeline.retryPolicy().maxAttempts();
+    if (limit != null && limit < maxAttempts) {
+      LOG.warn("queue {} has x-delivery-limit={} below the retry policy's maxAttempts={}: RabbitMQ will"
+          + " dead-letter failing messages itself, without Idem's reason headers", config.queue(), limit, maxAttempts);
+    }
+  }
+
+  private static Duration remaining(long deadlineNanos) {
+    return Duration.ofNanos(Math.max(0, deadlineNanos - System.nanoTime()));
+  }
+
+  private static void awaitQuietly(ScheduledExecutorService executor, Duration timeout) {
+    try {
+      executor.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  @Override
+  public String toString() {
+    return "RabbitIdempotentConsumer[" + config.queue() + ", " + state + "]";
+  }
+}

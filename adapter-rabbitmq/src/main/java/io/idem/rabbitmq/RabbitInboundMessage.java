@@ -1,0 +1,153 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Delivery;
+import com.rabbitmq.client.Envelope;
+import io.idem.InboundMessage;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One AMQP delivery as an {@link InboundMessage}. Immutable and thread-safe (the payload array is
+ * shared, not copied).
+ *
+ * <ul>
+ *   <li>{@link #source()}: the queue it was consumed from;
+ *   <li>{@link #headers()}: the AMQP {@code headers} table. Text ({@code longstr}) values are
+ *       decoded as strict UTF-8 — undecodable ones are left out and named in
+ *       {@link #undecodableHeaders()}, never replaced; numbers, booleans and timestamps (as ISO-8601
+ *       instants) are written as text; arrays and tables (such as {@code x-death}) are left out.
+ *       Other AMQP properties ({@code content-type}, {@code correlation-id}, …) are not headers:
+ *       read them from {@link #properties()};
+ *   <li>{@link #brokerMessageId()}: the {@code message-id} property, never the delivery tag (a
+ *       tag numbers deliveries on one channel and repeats on every channel);
+ *   <li>{@link #deliveryAttempt()}: see there;
+ *   <li>{@link #unwrap(Class)}: {@link Envelope}, {@link AMQP.BasicProperties}, {@link Delivery}
+ *       or this class.
+ * </ul>
+ */
+public final class RabbitInboundMessage implements InboundMessage {
+  private final String queue;
+  private final Envelope envelope;
+  private final AMQP.BasicProperties properties;
+  private final byte[] body;
+  private final int deliveryAttempt;
+  private final Instant receivedAt;
+  private final AmqpHeaders headers;
+
+  RabbitInboundMessage(
+      String queue,
+      Envelope envelope,
+      AMQP.BasicProperties properties,
+      byte[] body,
+      int deliveryAttempt,
+      Instant receivedAt) {
+    this.queue = Objects.requireNonNull(queue, "queue");
+    this.envelope = Objects.requireNonNull(envelope, "envelope");
+    this.properties = Objects.requireNonNull(properties, "properties");
+    this.body = Objects.requireNonNull(body, "body");
+    if (deliveryAttempt < 1) {
+      throw new IllegalArgumentException("deliveryAttempt must be >= 1, but was " + deliveryAttempt);
+    }
+    this.deliveryAttempt = deliveryAttempt;
+    this.receivedAt = Objects.requireNonNull(receivedAt, "receivedAt");
+    this.headers = AmqpHeaders.decode(properties.getHeaders());
+  }
+
+  @Override
+  public String source() {
+    return queue;
+  }
+
+  @Override
+  public Map<String, String> headers() {
+    return headers.text;
+  }
+
+  @Override
+  public Set<String> undecodableHeaders() {
+    return headers.undecodable;
+  }
+
+  @Override
+  public byte[] payload() {
+    return body;
+  }
+
+  /** The {@code message-id} property, or {@code null} when the publisher set none. */
+  @Override
+  public @Nullable String brokerMessageId() {
+    return properties.getMessageId();
+  }
+
+  /**
+   * Which delivery this is, from 1. On quorum queues RabbitMQ's {@code x-delivery-count} + 1:
+   * exact across consumers and restarts, and it counts every return — retries, channel or
+   * connection loss, shutdown with prefetched messages. On classic queues, which have no counter,
+   * the adapter counts redeliveries it saw itself (by {@code message-id} and payload), so the
+   * count starts again on another consumer instance or after a restart, and is at least 2 when
+   * RabbitMQ flags the delivery as {@linkplain #redelivered() redelivered}: a poison message may
+   * get more than {@code maxAttempts} deliveries in all, never fewer.
+   */
+  @Override
+  public int deliveryAttempt() {
+    return deliveryAttempt;
+  }
+
+  @Override
+  public Instant receivedAt() {
+    return receivedAt;
+  }
+
+  /**
+   * RabbitMQ's {@code redelivered} flag: the message may have been delivered before. Only a hint —
+   * the store checks for a duplicate on every delivery, flagged or not.
+   */
+  public boolean redelivered() {
+    return envelope.isRedeliver();
+  }
+
+  /** The delivery tag: valid only on the channel that delivered it. */
+  public long deliveryTag() {
+    return envelope.getDeliveryTag();
+  }
+
+  /** Exchange, routing key, delivery tag and redelivered flag. */
+  public Envelope envelope() {
+    return envelope;
+  }
+
+  /** All AMQP properties, headers table included, as delivered. */
+  public AMQP.BasicProperties properties() {
+    return properties;
+  }
+
+  @Override
+  public <T> Optional<T> unwrap(Class<T> type) {
+    Object value;
+    if (type.isInstance(envelope)) {
+      value = envelope;
+    } else if (type.isInstance(properties)) {
+      value = properties;
+    } else if (type == Delivery.class) {
+      value = new Delivery(envelope, properties, body);
+    } else if (type.isInstance(this)) {
+      value = this;
+    } else {
+      return Optional.empty();
+    }
+    return Optional.of(type.cast(value));
+  }
+
+  @Override
+  public String toString() {
+    return "RabbitInboundMessage[queue=" + queue + ", messageId=" + properties.getMessageId()
+        + ", tag=" + envelope.getDeliveryTag() + ", redelivered=" + envelope.isRedeliver()
+        + ", attempt=" + deliveryAttempt + ", headers=" + headers.text.keySet()
+        + ", payload=" + body.length + " bytes]";
+  }
+}

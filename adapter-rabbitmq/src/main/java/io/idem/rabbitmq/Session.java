@@ -1,0 +1,278 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Return;
+import com.rabbitmq.client.ShutdownSignalException;
+import io.idem.IdempotencyException;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One generation of the consumer's broker state: a connection, its consuming channel, a
+ * publisher-confirm channel for dead-letter copies, and the single settler thread that performs
+ * every operation on those channels (acks, delayed nacks, dead-letter publishes, cancel), so that
+ * no channel is used from two threads and no delivery tag is ever used on another channel.
+ *
+ * <p>When anything of it shuts down, the whole session is lost: it never comes back. Its
+ * deliveries cannot be settled any more (RabbitMQ requeued them when the channel closed); the
+ * owner opens a new session.
+ */
+final class Session {
+  private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
+
+  /** An operation on the session's channels, run on its settler thread. */
+  interface ChannelOp {
+    void run(Channel consume, Channel publish) throws Exception;
+  }
+
+  final long generation;
+  private final RabbitConsumerConfig config;
+  private final Connection connection;
+  private final Channel consume;
+  private final Channel publish;
+  private final ScheduledThreadPoolExecutor settler;
+  private final AtomicBoolean open = new AtomicBoolean(true);
+  private final AtomicReference<@Nullable Return> returned = new AtomicReference<>();
+  private volatile @Nullable String consumerTag;
+
+  private Session(long generation, RabbitConsumerConfig config, Connection connection,
+      Channel consume, Channel publish) {
+    this.generation = generation;
+    this.config = config;
+    this.connection = connection;
+    this.consume = consume;
+    this.publish = publish;
+    this.settler = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "idem-rabbit-settle-" + config.queue() + "-" + generation);
+      t.setDaemon(true);
+      return t;
+    });
+    settler.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+    settler.setRemoveOnCancelPolicy(true);
+  }
+
+  /**
+   * Connects, prepares the topology, and starts consuming into {@code sink}.
+   *
+   * @param onLost called once, from a client thread, when the session is lost; must not block
+   */
+  static Session open(
+      long generation,
+      ConnectionFactory factory,
+      RabbitConsumerConfig config,
+      Consumer<Delivery> sink,
+      Consumer<Session> onLost) throws IOException, TimeoutException {
+    Connection connection = factory.newConnection(config.connectionName());
+    try {
+      Topology.prepare(connection, config);
+      Channel consume = connection.createChannel();
+      Channel publish = connection.createChannel();
+      publish.confirmSelect();
+      Session session = new Session(generation, config, connection, consume, publish);
+      publish.addReturnListener(session.returned::set);
+      connection.addShutdownListener(cause -> session.lost(cause, onLost));
+      consume.addShutdownListener(cause -> session.lost(cause, onLost));
+      publish.addShutdownListener(cause -> session.lost(cause, onLost));
+      consume.basicQos(config.prefetch());
+      session.consumerTag = consume.basicConsume(config.queue(), false, new DefaultConsumer(consume) {
+        @Override
+        public void handleDelivery(
+            String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+          sink.accept(new Delivery(session, envelope, properties, body, Instant.now()));
+        }
+
+        @Override
+        public void handleCancel(String tag) {
+          // the broker cancelled us (queue deleted, node down): like a lost channel
+          session.lost(new ShutdownSignalException(false, false, null, "consumer cancelled by broker"),
+              onLost);
+        }
+      });
+      return session;
+    } catch (IOException | RuntimeException e) {
+      closeQuietly(connection);
+      throw e;
+    }
+  }
+
+  boolean isOpen() {
+    return open.get();
+  }
+
+  private void lost(ShutdownSignalException cause, Consumer<Session> onLost) {
+    if (open.compareAndSet(true, false)) {
+      if (!cause.isInitiatedByApplication()) {
+        onLost.accept(this);
+      }
+    }
+  }
+
+  /** Marks the session lost (no further settlement) without closing it; for the owner. */
+  void markLost() {
+    open.set(false);
+  }
+
+  /**
+   * Runs {@code op} on the settler thread and waits for it.
+   *
+   * @throws IdempotencyException when the session is lost (the delivery is left to RabbitMQ's
+   *     redelivery) or the operation failed
+   */
+  void call(String what, ChannelOp op) {
+    if (!open.get()) {
+      throw lostError(what);
+    }
+    Future<?> done;
+    try {
+      done = settler.submit(() -> {
+        if (!open.get()) {
+          throw lostError(what);
+        }
+        op.run(consume, publish);
+        return null;
+      });
+    } catch (RejectedExecutionException e) {
+      throw lostError(what);
+    }
+    try {
+      done.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IdempotencyException(what + " interrupted; its outcome is unknown", e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof IdempotencyException idem) {
+        throw idem;
+      }
+      throw new IdempotencyException(
+          what + " failed on channel " + consume.getChannelNumber() + " of connection generation "
+              + generation + ": " + cause + "; RabbitMQ redelivers the message", cause);
+    }
+  }
+
+  /**
+   * Runs {@code op} on the settler thread after {@code delay}, unless the session is lost or
+   * closed by then (RabbitMQ has requeued the delivery already).
+   *
+   * @throws IdempotencyException when the session is already lost
+   */
+  void schedule(String what, Duration delay, ChannelOp op) {
+    if (!open.get()) {
+      throw lostError(what);
+    }
+    try {
+      settler.schedule(() -> {
+        if (!open.get()) {
+          LOG.debug("{} skipped: session {} is gone and RabbitMQ requeued the delivery", what, generation);
+          return;
+        }
+        try {
+          op.run(consume, publish);
+        } catch (Exception e) {
+          LOG.warn("{} failed on session {}: {}; RabbitMQ redelivers the message", what, generation, e.toString());
+        }
+      }, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      throw lostError(what);
+    }
+  }
+
+  /**
+   * Publishes a persistent, mandatory copy on the confirm channel and waits for the broker's
+   * confirm. Settler thread only.
+   *
+   * @throws IdempotencyException when the broker nacked it, routed it nowhere, or did not confirm
+   *     within {@link RabbitConsumerConfig#confirmTimeout()}
+   */
+  void publishConfirmed(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body)
+      throws IOException, InterruptedException {
+    returned.set(null);
+    publish.basicPublish(exchange, routingKey, true, properties, body);
+    boolean acked;
+    try {
+      acked = publish.waitForConfirms(config.confirmTimeout().toMillis());
+    } catch (TimeoutException e) {
+      throw new IdempotencyException("no publisher confirm from RabbitMQ for the copy sent to exchange '"
+          + exchange + "' within " + config.confirmTimeout(), e);
+    }
+    if (!acked) {
+      throw new IdempotencyException("RabbitMQ nacked the copy sent to exchange '" + exchange + "'");
+    }
+    Return r = returned.getAndSet(null);
+    if (r != null) {
+      throw new IdempotencyException("exchange '" + exchange + "' routed the copy with routing key '"
+          + routingKey + "' to no queue (" + r.getReplyCode() + " " + r.getReplyText()
+          + "): bind a queue to it");
+    }
+  }
+
+  /** Cancels the consumer (no new deliveries); waits for the broker's cancel-ok. */
+  void cancelConsumer() {
+    String tag = consumerTag;
+    if (tag != null && open.get()) {
+      try {
+        call("basicCancel", (c, p) -> c.basicCancel(tag));
+      } catch (IdempotencyException e) {
+        LOG.warn("could not cancel consumer {} on {}: {}", tag, config.queue(), e.getMessage());
+      }
+    }
+  }
+
+  /**
+   * Ends the session: pending delayed retries are dropped, the settler finishes its current
+   * operation, then the connection is closed — RabbitMQ requeues whatever was not acked.
+   */
+  void close(Duration timeout) {
+    open.set(false);
+    settler.shutdown();
+    try {
+      if (!settler.awaitTermination(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        settler.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      settler.shutdownNow();
+    }
+    closeQuietly(connection);
+  }
+
+  private static void closeQuietly(Connection connection) {
+    try {
+      if (connection.isOpen()) {
+        connection.close(5_000);
+      }
+    } catch (Exception e) {
+      connection.abort(1_000);
+    }
+  }
+
+  private IdempotencyException lostError(String what) {
+    return new IdempotencyException(
+        what + " not done: channel " + consume.getChannelNumber() + " of connection generation "
+            + generation + " is gone, so its delivery tags are void; RabbitMQ requeued the"
+            + " delivery and redelivers it, and the store deduplicates");
+  }
+
+  @Override
+  public String toString() {
+    return "Session[" + generation + ", " + connection + "]";
+  }
+}

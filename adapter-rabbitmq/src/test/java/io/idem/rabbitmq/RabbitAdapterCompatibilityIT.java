@@ -1,0 +1,49 @@
+package io.idem.rabbitmq;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.idem.fixtures.PostgresFixture;
+import io.idem.spi.ProcessedEventStore;
+import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.testkit.BrokerAdapterCompatibilityKit;
+import io.idem.testkit.BrokerHarness;
+import javax.sql.DataSource;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/**
+ * The adapter kit on the real RabbitMQ and PostgreSQL; one subclass per queue type
+ * ({@link RabbitClassicQueueCompatibilityIT}, {@link RabbitQuorumQueueCompatibilityIT}).
+ */
+abstract class RabbitAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
+  private static HikariDataSource dataSource;
+
+  /** The queue type every kit test of the subclass runs on. */
+  abstract RabbitQueueType queueType();
+
+  @BeforeAll
+  static void openDatabase() {
+    dataSource = PostgresFixture.shared().newSchema("rabbit_kit");
+  }
+
+  @AfterAll
+  static void closeDatabase() {
+    dataSource.close();
+  }
+
+  @Override
+  protected DataSource dataSource() {
+    return dataSource;
+  }
+
+  @Override
+  protected ProcessedEventStore<SqlSession> store(SqlSessionFactory sessions) {
+    return MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
+  }
+
+  @Override
+  protected BrokerHarness harness(String name) {
+    return new RabbitHarness(name, queueType());
+  }
+}

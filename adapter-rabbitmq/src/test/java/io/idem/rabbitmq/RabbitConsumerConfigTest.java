@@ -1,0 +1,80 @@
+package io.idem.rabbitmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class RabbitConsumerConfigTest {
+
+  @Test
+  void defaults() {
+    RabbitConsumerConfig config = RabbitConsumerConfig.builder("orders").build();
+    assertThat(config.uri()).isEqualTo(RabbitConsumerConfig.DEFAULT_URI);
+    assertThat(config.prefetch()).isEqualTo(RabbitConsumerConfig.DEFAULT_PREFETCH).isEqualTo(10);
+    assertThat(config.concurrency()).isEqualTo(1);
+    assertThat(config.queueType()).isEqualTo(RabbitQueueType.CLASSIC);
+    assertThat(config.deadLetterExchange()).isEqualTo("orders.dlx");
+    assertThat(config.deadLetterQueue()).isEqualTo("orders.dlq");
+    assertThat(config.deadLetterRoutingKey()).isNull();
+    assertThat(config.deliveryLimit()).isNull();
+    assertThat(config.declareTopology()).isFalse();
+    assertThat(config.verifyQueueArguments()).isTrue();
+    assertThat(config.connectionName()).isEqualTo("idem-rabbitmq:orders");
+    assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(config.recoveryInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.confirmTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(config.queueArguments())
+        .containsExactly(
+            org.assertj.core.api.Assertions.entry("x-queue-type", "classic"),
+            org.assertj.core.api.Assertions.entry("x-dead-letter-exchange", "orders.dlx"));
+  }
+
+  @Test
+  void quorumArgumentsIncludeTheDeliveryLimitAndExtras() {
+    RabbitConsumerConfig config = RabbitConsumerConfig.builder("orders")
+        .queueType(RabbitQueueType.QUORUM)
+        .deliveryLimit(20)
+        .deadLetterExchange("shared.dlx")
+        .deadLetterRoutingKey("orders.dead")
+        .queueArgument("x-max-length", 1000)
+        .build();
+    assertThat(config.queueArguments())
+        .containsEntry("x-queue-type", "quorum")
+        .containsEntry("x-delivery-limit", 20)
+        .containsEntry("x-dead-letter-exchange", "shared.dlx")
+        .containsEntry("x-dead-letter-routing-key", "orders.dead")
+        .containsEntry("x-max-length", 1000);
+  }
+
+  @Test
+  void validationNamesTheSettingAndTheValue() {
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder(" ").build())
+        .hasMessage("queue must be non-blank and at most 255 UTF-8 bytes, but was ' '");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(0).build())
+        .hasMessage("prefetch must be in 1..65535, but was 0");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(4).concurrency(5).build())
+        .hasMessage("concurrency must be in 1..prefetch (4), but was 5");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").deliveryLimit(5).build())
+        .hasMessage("deliveryLimit applies to quorum queues only, but was 5 on a CLASSIC queue");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueType(RabbitQueueType.QUORUM)
+            .deliveryLimit(0).build())
+        .hasMessage("deliveryLimit must be >= 1, but was 0");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueArgument("x-delivery-limit", 3).build())
+        .hasMessage("queueArgument 'x-delivery-limit' has its own setting, but was given as 3");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").shutdownTimeout(Duration.ZERO).build())
+        .hasMessage("shutdownTimeout must be > 0, but was PT0S");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").uri("http://x").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("uri must be an AMQP URI, but was 'http://x'");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q".repeat(256)).build())
+        .hasMessageStartingWith("queue must be non-blank and at most 255 UTF-8 bytes");
+  }
+
+  @Test
+  void toStringHidesThePassword() {
+    String text = RabbitConsumerConfig.builder("q").uri("amqp://user:secret@host:5672/%2F").build().toString();
+    assertThat(text).contains("amqp://user:***@host").doesNotContain("secret");
+  }
+}

@@ -1,0 +1,87 @@
+package io.idem.rabbitmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.idem.IdempotentConsumer;
+import io.idem.ProcessingOutcome;
+import io.idem.testkit.OutcomeRecorder;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.ibatis.session.SqlSession;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * {@code close()} while a handler runs and more messages wait prefetched: it finishes and acks the
+ * in-flight message, leaves the prefetched ones unprocessed and unacknowledged (RabbitMQ returns
+ * them to the queue), and the next consumer processes each of them once.
+ */
+class RabbitGracefulShutdownIT {
+  private static final String SLOW = "slow-1";
+  private static final List<String> PREFETCHED = List.of("queued-1", "queued-2", "queued-3", "queued-4", "queued-5");
+
+  @ParameterizedTest
+  @EnumSource(RabbitQueueType.class)
+  void closeFinishesInFlightAndReturnsPrefetchedMessagesUnacked(RabbitQueueType type) throws Exception {
+    try (TestQueue queue = TestQueue.declare("shutdown", type);
+        TestDatabase db = TestDatabase.fresh("rabbit_shutdown")) {
+      queue.publish(SLOW, "{}");
+      PREFETCHED.forEach(key -> queue.publish(key, "{}"));
+      CountDownLatch entered = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      OutcomeRecorder first = new OutcomeRecorder();
+      IdempotentConsumer<SqlSession> slowPipeline = IdempotentConsumer.builder(db.store)
+          .consumerGroup("shutdown")
+          .handler((message, session) -> {
+            if (SLOW.equals(message.header("idempotency-key"))) {
+              entered.countDown();
+              assertThat(release.await(60, TimeUnit.SECONDS)).isTrue();
+            }
+            TestDatabase.record(session, String.valueOf(message.header("idempotency-key")),
+                message.deliveryAttempt());
+          })
+          .listener(first)
+          .build();
+      RabbitIdempotentConsumer consumer =
+          RabbitIdempotentConsumer.create(queue.configBuilder().prefetch(10).concurrency(1).build(), slowPipeline);
+      consumer.start();
+      assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+      await("all messages prefetched").atMost(Duration.ofSeconds(30)).until(() -> queue.ready() == 0);
+
+      CompletableFuture<Void> closing = CompletableFuture.runAsync(consumer::close);
+      await("close started").atMost(Duration.ofSeconds(30)).until(() -> !consumer.isRunning());
+      assertThat(closing).as("close waits for the in-flight handler").isNotDone();
+      release.countDown();
+      closing.get(30, TimeUnit.SECONDS);
+
+      assertThat(db.effects(SLOW)).isEqualTo(1);
+      assertThat(first.count(SLOW, ProcessingOutcome.PROCESSED)).isEqualTo(1);
+      assertThat(first.settled()).hasSize(1);
+      assertThat(PREFETCHED).allSatisfy(key -> assertThat(db.effects(key)).isZero());
+      await("prefetched messages returned").atMost(Duration.ofSeconds(30))
+          .until(() -> queue.ready() == PREFETCHED.size());
+
+      OutcomeRecorder second = new OutcomeRecorder();
+      IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
+          .consumerGroup("shutdown")
+          .handler(TestDatabase.recordingHandler())
+          .listener(second)
+          .build();
+      try (RabbitIdempotentConsumer next = RabbitIdempotentConsumer.create(queue.config(), pipeline)) {
+        next.start();
+        await("returned messages processed").atMost(Duration.ofSeconds(30))
+            .until(() -> second.settled().size() == PREFETCHED.size());
+      }
+      assertThat(second.count(ProcessingOutcome.PROCESSED)).isEqualTo(PREFETCHED.size());
+      // returned, not fresh: RabbitMQ flagged them redelivered (classic) or counted the return (quorum)
+      assertThat(second.settled()).extracting(OutcomeRecorder.Settled::attempt).containsOnly(2);
+      assertThat(PREFETCHED).allSatisfy(key -> assertThat(db.effects(key)).isEqualTo(1));
+      assertThat(db.totalEffects()).isEqualTo(1 + PREFETCHED.size());
+      assertThat(queue.ready()).isZero();
+    }
+  }
+}
