@@ -37,6 +37,9 @@ interface DemoBroker extends AutoCloseable {
   /** Messages in the destination's dead-letter destination. */
   long deadLettered(String destination);
 
+  /** Deletes the destination and its dead-letter destination after a successful run. */
+  void deleteDestination(String destination);
+
   @Override
   void close();
 }

@@ -128,6 +128,7 @@ final class LedgerRun {
           crashed, seconds);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
+        broker.deleteDestination(destination);
       }
       return ledger;
     }

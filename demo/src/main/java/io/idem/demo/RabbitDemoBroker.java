@@ -1,0 +1,152 @@
+package io.idem.demo;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.BuiltinExchangeType;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.MessageProperties;
+import io.idem.BrokerConsumer;
+import io.idem.IdempotentConsumer;
+import io.idem.fixtures.RabbitFixture;
+import io.idem.rabbitmq.RabbitConsumerConfig;
+import io.idem.rabbitmq.RabbitIdempotentConsumer;
+import io.idem.rabbitmq.RabbitQueueType;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/** The demo on RabbitMQ: a quorum queue with its dead-letter exchange and queue. */
+final class RabbitDemoBroker implements DemoBroker {
+  private static final int DELIVERY_LIMIT = 100;
+  private String uri;
+  private Connection admin;
+
+  RabbitDemoBroker(Map<String, String> args) {
+    this.uri = args.get("rabbitmq-uri");
+  }
+
+  @Override
+  public String name() {
+    return "rabbitmq";
+  }
+
+  @Override
+  public String start() {
+    RabbitFixture fixture = RabbitFixture.shared();
+    uri = fixture.uri();
+    return "RabbitMQ: " + fixture.origin();
+  }
+
+  private RabbitConsumerConfig.Builder config(String queue) {
+    return RabbitConsumerConfig.builder(queue)
+        .uri(uri)
+        .queueType(RabbitQueueType.QUORUM)
+        .deliveryLimit(DELIVERY_LIMIT)
+        .prefetch(50)
+        .concurrency(4)
+        .recoveryInterval(Duration.ofMillis(500));
+  }
+
+  private synchronized Channel channel() {
+    try {
+      if (admin == null || !admin.isOpen()) {
+        ConnectionFactory factory = new ConnectionFactory();
+        factory.setUri(uri);
+        admin = factory.newConnection("idem-demo-admin");
+      }
+      Channel channel = admin.createChannel();
+      channel.confirmSelect();
+      return channel;
+    } catch (Exception e) {
+      throw new IllegalStateException("RabbitMQ at " + uri + " refused a channel: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void createDestination(String queue) {
+    Channel channel = channel();
+    try {
+      channel.exchangeDeclare(queue + ".dlx", BuiltinExchangeType.FANOUT, true);
+      channel.queueDeclare(queue + ".dlq", true, false, false, Map.of("x-queue-type", "quorum"));
+      channel.queueBind(queue + ".dlq", queue + ".dlx", "");
+      channel.queueDeclare(queue, true, false, false, config(queue).build().queueArguments());
+      channel.close();
+    } catch (Exception e) {
+      throw new IllegalStateException("could not declare " + queue + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void publish(String queue, List<Map.Entry<String, byte[]>> keyedPayloads) {
+    Channel channel = channel();
+    try {
+      for (Map.Entry<String, byte[]> e : keyedPayloads) {
+        AMQP.BasicProperties props = MessageProperties.PERSISTENT_BASIC.builder()
+            .headers(Map.of("idempotency-key", e.getKey()))
+            .contentType("application/json")
+            .build();
+        channel.basicPublish("", queue, props, e.getValue());
+      }
+      channel.waitForConfirmsOrDie(60_000);
+      channel.close();
+    } catch (Exception e) {
+      throw new IllegalStateException("publishing to " + queue + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public List<String> connectionArgs() {
+    return List.of("--rabbitmq-uri=" + uri);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
+    return RabbitIdempotentConsumer.create(config(queue).connectionName("idem-demo-" + queue).build(), pipeline);
+  }
+
+  @Override
+  public long pending(String queue, String group) {
+    return count(queue);
+  }
+
+  @Override
+  public long deadLettered(String queue) {
+    return count(queue + ".dlq");
+  }
+
+  private long count(String queue) {
+    Channel channel = channel();
+    try {
+      long n = channel.queueDeclarePassive(queue).getMessageCount();
+      channel.close();
+      return n;
+    } catch (Exception e) {
+      throw new IllegalStateException("could not read " + queue + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void deleteDestination(String queue) {
+    Channel channel = channel();
+    try {
+      channel.queueDelete(queue);
+      channel.queueDelete(queue + ".dlq");
+      channel.exchangeDelete(queue + ".dlx");
+      channel.close();
+    } catch (Exception e) {
+      System.err.println("could not delete " + queue + ": " + e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      if (admin != null && admin.isOpen()) {
+        admin.close();
+      }
+    } catch (Exception ignored) {
+      // closing anyway
+    }
+  }
+}
