@@ -126,7 +126,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
     try {
       pipeline.process(message, acknowledgement);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | LinkageError | AssertionError e) {
+      // the acknowledgement failed (e.g. the dead-letter send), or the handler threw an Error the
+      // pipeline does not catch; a VirtualMachineError (out of memory…) still stops the loop
       Duration delay = pipeline.retryPolicy().backoff(attempt);
       LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
           message.brokerMessageId(), delay.toMillis(), e);
@@ -193,7 +195,11 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     }
     for (int tries = 1; ; tries++) {
       try {
-        consumer.commitSync(offsets);
+        if (closing) {
+          consumer.commitSync(offsets, remaining()); // close() is bounded by shutdownTimeout
+        } else {
+          consumer.commitSync(offsets); // bounded by default.api.timeout.ms
+        }
         progress.committed(offsets);
         LOG.debug("committed {} ({})", offsets, why);
         return;

@@ -4,8 +4,10 @@ import io.idem.BrokerConsumer;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -77,6 +79,8 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
 
   private final KafkaConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
+  private final Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory;
+  private final Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory;
   private final String groupId;
   private final Object lock = new Object();
   private @Nullable ConsumerLoop loop;
@@ -84,9 +88,15 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
   private boolean started;
   private boolean closed;
 
-  private KafkaIdempotentConsumer(KafkaConsumerConfig config, IdempotentConsumer<?> pipeline) {
+  private KafkaIdempotentConsumer(
+      KafkaConsumerConfig config,
+      IdempotentConsumer<?> pipeline,
+      Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory,
+      Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory) {
     this.config = config;
     this.pipeline = pipeline;
+    this.consumerFactory = consumerFactory;
+    this.producerFactory = producerFactory;
     String configured = config.groupId();
     this.groupId = configured != null ? configured : pipeline.consumerGroup();
   }
@@ -98,14 +108,35 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
    * @param pipeline the idempotent pipeline every record goes through
    */
   public static KafkaIdempotentConsumer create(KafkaConsumerConfig config, IdempotentConsumer<?> pipeline) {
+    return create(config, pipeline, KafkaConsumer::new, KafkaProducer::new);
+  }
+
+  /**
+   * Creates a consumer whose Kafka clients come from the given factories, for instrumented or
+   * wrapped clients (tracing, metrics). Each factory is called once by {@link #start()}, on the
+   * calling thread, with the effective properties (the adapter's forced settings included); the
+   * adapter owns the returned clients, uses the consumer from its own thread only, and closes
+   * both.
+   *
+   * @param consumerFactory builds the {@code Consumer<byte[], byte[]>} from its properties
+   * @param producerFactory builds the dead-letter {@code Producer<byte[], byte[]>} from its
+   *     properties
+   */
+  public static KafkaIdempotentConsumer create(
+      KafkaConsumerConfig config,
+      IdempotentConsumer<?> pipeline,
+      Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory,
+      Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory) {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(pipeline, "pipeline");
+    Objects.requireNonNull(consumerFactory, "consumerFactory");
+    Objects.requireNonNull(producerFactory, "producerFactory");
     if (config.groupId() != null && !config.groupId().equals(pipeline.consumerGroup())) {
       LOG.info("Kafka group.id '{}' differs from the pipeline's consumer group '{}': offsets are"
           + " committed for the first, processed-events rows written for the second",
           config.groupId(), pipeline.consumerGroup());
     }
-    return new KafkaIdempotentConsumer(config, pipeline);
+    return new KafkaIdempotentConsumer(config, pipeline, consumerFactory, producerFactory);
   }
 
   /**
@@ -129,12 +160,14 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
       Consumer<byte[], byte[]> consumer;
       Producer<byte[], byte[]> producer;
       try {
-        consumer = new KafkaConsumer<>(config.effectiveConsumerProperties(groupId));
+        consumer = Objects.requireNonNull(
+            consumerFactory.apply(config.effectiveConsumerProperties(groupId)), "consumerFactory result");
       } catch (KafkaException e) {
         throw new IdempotencyException("Kafka refused the consumer configuration: " + e.getMessage(), e);
       }
       try {
-        producer = new KafkaProducer<>(config.effectiveProducerProperties(groupId));
+        producer = Objects.requireNonNull(
+            producerFactory.apply(config.effectiveProducerProperties(groupId)), "producerFactory result");
       } catch (KafkaException e) {
         consumer.close(org.apache.kafka.clients.consumer.CloseOptions.timeout(Duration.ZERO));
         throw new IdempotencyException("Kafka refused the dead-letter producer configuration: " + e.getMessage(), e);
