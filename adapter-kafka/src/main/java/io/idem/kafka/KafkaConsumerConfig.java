@@ -163,7 +163,8 @@ public final class KafkaConsumerConfig {
 
   /**
    * Longest time one {@code poll} waits for records; shorter while a paused partition is due to
-   * resume. Also bounds how quickly {@link KafkaIdempotentConsumer#close()} is noticed while idle.
+   * resume. {@link KafkaIdempotentConsumer#close()} does not wait for it ({@code wakeup()} ends
+   * the poll at once).
    */
   public Duration pollTimeout() {
     return pollTimeout;

@@ -45,6 +45,9 @@ import org.slf4j.LoggerFactory;
  *       back to the failed record and paused for the backoff while the loop keeps polling, so
  *       {@code max.poll.interval.ms} is never exceeded and the consumer stays in its group. Records
  *       after the failed one in that batch are dropped and fetched again; other partitions go on.
+ *       The record comes back after the backoff plus up to one fetch round trip ({@code
+ *       fetch.max.wait.ms}, 500 ms by default). A store outage takes this path on every record,
+ *       so offsets stay put and the group membership holds for as long as the outage lasts.
  *   <li><b>Delivery attempts</b> are counted by the adapter per partition and offset (Kafka keeps
  *       none), and reset when the partition is revoked or assigned, or the process restarts.
  *   <li><b>Dead letters</b> are published to {@link KafkaConsumerConfig#deadLetterTopic(String)}
@@ -62,7 +65,10 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
- * any thread. Logs under {@code io.idem.kafka.KafkaIdempotentConsumer}.
+ * any thread. The consumer thread is a non-daemon thread named {@code idem-kafka-<group>-<n>}.
+ * Logs under {@code io.idem.kafka.KafkaIdempotentConsumer}: INFO on start (with the effective
+ * configuration), assignment and stop; WARN when an offset commit fails; ERROR when a record could
+ * not be settled.
  */
 public final class KafkaIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);

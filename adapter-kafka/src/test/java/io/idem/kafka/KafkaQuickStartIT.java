@@ -58,12 +58,14 @@ class KafkaQuickStartIT {
     }
 
     // ---- README quick start: begin ----
+    // the pipeline: the dedup marker and the business write commit in one PostgreSQL transaction
     var store = MyBatisProcessedEventStore.builder(sqlSessionFactory).createTableIfMissing(true).build();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup("billing")
         .handler((message, session) ->
             session.getMapper(Payments.class).charge(message.header("idempotency-key")))
         .build();
+    // the Kafka consumer: each offset is committed only after that transaction committed
     KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrapServers, "orders").build();
     try (KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline)) {
       consumer.start();
