@@ -27,8 +27,11 @@ class KafkaAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
 
   @AfterAll
   static void closeDataSource() {
-    if (dataSource != null) {
-      dataSource.close();
+    synchronized (KafkaAdapterCompatibilityIT.class) {
+      if (dataSource != null) {
+        dataSource.close();
+        dataSource = null;
+      }
     }
   }
 

@@ -27,9 +27,16 @@ final class KafkaHarness implements BrokerHarness {
   private final String deadLetterTopic;
   private final KafkaProducer<byte[], byte[]> producer = KafkaTestClients.producer();
   private final AtomicInteger next = new AtomicInteger();
+  private final Map<String, Object> consumerProperties;
   private volatile String group = "";
 
   KafkaHarness(String name) {
+    this(name, Map.of());
+  }
+
+  /** A harness whose consumers get {@code consumerProperties} (e.g. {@code group.protocol}). */
+  KafkaHarness(String name, Map<String, Object> consumerProperties) {
+    this.consumerProperties = Map.copyOf(consumerProperties);
     this.topic = name;
     this.deadLetterTopic = name + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX;
     KafkaTestClients.kafka().createTopic(topic, PARTITIONS);
@@ -52,7 +59,10 @@ final class KafkaHarness implements BrokerHarness {
   @Override
   public <C> BrokerConsumer newConsumer(IdempotentConsumer<C> pipeline) {
     group = pipeline.consumerGroup();
-    return KafkaIdempotentConsumer.create(KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic).build(), pipeline);
+    KafkaConsumerConfig config = KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)
+        .consumerProperties(consumerProperties)
+        .build();
+    return KafkaIdempotentConsumer.create(config, pipeline);
   }
 
   @Override
