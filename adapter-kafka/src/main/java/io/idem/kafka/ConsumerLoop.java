@@ -1,0 +1,307 @@
+package io.idem.kafka;
+
+import io.idem.IdempotentConsumer;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The thread that owns the {@code KafkaConsumer} (which is not thread-safe): polls, runs each
+ * record through the pipeline in partition order, commits settled offsets, pauses partitions for
+ * retry backoffs, and commits on revocation and on close. Every consumer call happens on this
+ * thread except {@link Consumer#wakeup()}, which Kafka documents as safe from any thread.
+ */
+final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
+  private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
+  private static final Duration POLL_FAILURE_PAUSE = Duration.ofSeconds(1);
+
+  private final Consumer<byte[], byte[]> consumer;
+  private final DeadLetterPublisher deadLetters;
+  private final IdempotentConsumer<?> pipeline;
+  private final KafkaConsumerConfig config;
+  private final String groupId;
+  private final long batchBudgetNanos;
+  private final PartitionProgress progress = new PartitionProgress();
+  private final CountDownLatch stopped = new CountDownLatch(1);
+
+  private volatile boolean closing;
+  private volatile long closeDeadlineNanos;
+  private long lastCommitNanos = System.nanoTime();
+
+  ConsumerLoop(
+      Consumer<byte[], byte[]> consumer,
+      DeadLetterPublisher deadLetters,
+      IdempotentConsumer<?> pipeline,
+      KafkaConsumerConfig config,
+      String groupId) {
+    this.consumer = consumer;
+    this.deadLetters = deadLetters;
+    this.pipeline = pipeline;
+    this.config = config;
+    this.groupId = groupId;
+    // Half of max.poll.interval.ms for one batch leaves room for the commit and the next poll.
+    this.batchBudgetNanos = config.maxPollInterval().toNanos() / 2;
+  }
+
+  @Override
+  public void run() {
+    try {
+      consumer.subscribe(config.topics(), this);
+      while (!closing) {
+        resumeDuePartitions();
+        ConsumerRecords<byte[], byte[]> records;
+        try {
+          records = consumer.poll(nextPollTimeout());
+        } catch (WakeupException e) {
+          continue; // close() woke the poll; the loop condition decides
+        } catch (InterruptException e) {
+          throw e;
+        } catch (KafkaException e) {
+          LOG.error("poll failed for group {}; polling again in {} ms", groupId, POLL_FAILURE_PAUSE.toMillis(), e);
+          Thread.sleep(POLL_FAILURE_PAUSE.toMillis());
+          continue;
+        }
+        if (!records.isEmpty()) {
+          handle(records);
+        }
+        if (System.nanoTime() - lastCommitNanos >= config.commitInterval().toNanos()) {
+          commitSettled("batch");
+        }
+      }
+    } catch (InterruptException | InterruptedException e) {
+      LOG.warn("consumer loop of group {} interrupted; records not yet committed will be delivered again", groupId);
+    } catch (Throwable e) {
+      LOG.error("consumer loop of group {} stopped by an unexpected error; records not yet committed"
+          + " will be delivered again", groupId, e);
+    } finally {
+      shutdown();
+    }
+  }
+
+  /** Runs the records through the pipeline, partition by partition, within the batch budget. */
+  private void handle(ConsumerRecords<byte[], byte[]> records) {
+    long deadline = System.nanoTime() + batchBudgetNanos;
+    boolean stop = false;
+    for (TopicPartition partition : records.partitions()) {
+      List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
+      for (ConsumerRecord<byte[], byte[]> record : list) {
+        if (closing) {
+          return; // finish only the in-flight record; the rest stays uncommitted for the next owner
+        }
+        if (stop || System.nanoTime() - deadline > 0) {
+          // bounded work per poll: fetch the rest again after polling
+          stop = true;
+          consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+          break;
+        }
+        if (!process(partition, record)) {
+          break; // retried or unsettled: the partition was seeked back; later records come again
+        }
+      }
+    }
+  }
+
+  /** Processes one record; returns whether it was settled. */
+  private boolean process(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
+    int attempt = progress.attemptFor(partition, record.offset());
+    KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
+    KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
+    try {
+      pipeline.process(message, acknowledgement);
+    } catch (RuntimeException | LinkageError | AssertionError e) {
+      // the acknowledgement failed (e.g. the dead-letter send), or the handler threw an Error the
+      // pipeline does not catch; a VirtualMachineError (out of memory…) still stops the loop
+      Duration delay = pipeline.retryPolicy().backoff(attempt);
+      LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
+          message.brokerMessageId(), delay.toMillis(), e);
+      deliverAgain(partition, record, attempt, delay);
+      return false;
+    }
+    switch (acknowledgement.decision()) {
+      case ACK, DEAD_LETTERED -> {
+        progress.settled(partition, record.offset(), record.leaderEpoch());
+        return true;
+      }
+      case RETRY -> {
+        deliverAgain(partition, record, attempt, acknowledgement.delay());
+        return false;
+      }
+      default -> {
+        Duration delay = pipeline.retryPolicy().backoff(attempt);
+        LOG.error("the pipeline settled record {} neither way; it stays uncommitted and comes back in {} ms",
+            message.brokerMessageId(), delay.toMillis());
+        deliverAgain(partition, record, attempt, delay);
+        return false;
+      }
+    }
+  }
+
+  /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */
+  private void deliverAgain(
+      TopicPartition partition, ConsumerRecord<byte[], byte[]> record, int attempt, Duration delay) {
+    commitSettled("retry");
+    consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+    progress.failed(partition, record.offset(), attempt);
+    if (!delay.isZero()) {
+      consumer.pause(List.of(partition));
+      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
+    }
+  }
+
+  private void resumeDuePartitions() {
+    List<TopicPartition> due = progress.dueForResume(System.nanoTime());
+    if (!due.isEmpty()) {
+      Set<TopicPartition> owned = consumer.assignment();
+      List<TopicPartition> resume = due.stream().filter(owned::contains).toList();
+      if (!resume.isEmpty()) {
+        consumer.resume(resume);
+      }
+    }
+  }
+
+  private Duration nextPollTimeout() {
+    long max = config.pollTimeout().toNanos();
+    long untilResume = progress.nanosUntilNextResume(System.nanoTime()).orElse(max);
+    return Duration.ofNanos(Math.min(max, untilResume));
+  }
+
+  /** Commits settled offsets of every owned partition. */
+  private void commitSettled(String why) {
+    commit(progress.toCommit(consumer.assignment()), why);
+    lastCommitNanos = System.nanoTime();
+  }
+
+  private void commit(Map<TopicPartition, OffsetAndMetadata> offsets, String why) {
+    if (offsets.isEmpty()) {
+      return;
+    }
+    for (int tries = 1; ; tries++) {
+      try {
+        if (closing) {
+          consumer.commitSync(offsets, remaining()); // close() is bounded by shutdownTimeout
+        } else {
+          consumer.commitSync(offsets); // bounded by default.api.timeout.ms
+        }
+        progress.committed(offsets);
+        LOG.debug("committed {} ({})", offsets, why);
+        return;
+      } catch (WakeupException e) {
+        // close() called wakeup() while we were not polling; the flag is cleared now
+        if (tries >= 2) {
+          LOG.warn("offsets {} not committed ({}): woken up twice; will retry", offsets, why);
+          return;
+        }
+      } catch (InterruptException e) {
+        throw e;
+      } catch (KafkaException e) {
+        LOG.warn("offsets {} not committed ({}): {}; their records will be delivered again and"
+            + " skipped as duplicates unless a later commit covers them", offsets, why, e.toString());
+        return;
+      }
+    }
+  }
+
+  // ---- rebalance callbacks: called by the consumer on this thread, inside poll/close ----------
+
+  @Override
+  public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+    commit(progress.toCommit(partitions), "revoke");
+    progress.forget(partitions);
+    if (!partitions.isEmpty()) {
+      LOG.info("group {}: partitions revoked {}", groupId, partitions);
+    }
+  }
+
+  @Override
+  public void onPartitionsLost(Collection<TopicPartition> partitions) {
+    LOG.warn("group {}: partitions lost {} (settled offsets not committed will be delivered again)",
+        groupId, partitions);
+    progress.forget(partitions);
+  }
+
+  @Override
+  public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+    progress.forget(partitions);
+    if (partitions.isEmpty()) {
+      return;
+    }
+    LOG.info("group {}: partitions assigned {}", groupId, partitions);
+    try {
+      Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
+      committed.forEach((partition, offset) -> {
+        if (offset != null) {
+          progress.knownCommitted(partition, offset.offset());
+        }
+      });
+    } catch (WakeupException | InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      LOG.debug("committed offsets of {} not read: {}", partitions, e.toString());
+    }
+  }
+
+  // ---- shutdown ----------------------------------------------------------------------------------
+
+  /** Asks the loop to stop after the in-flight record; safe from any thread. */
+  void requestClose(long deadlineNanos) {
+    closeDeadlineNanos = deadlineNanos;
+    closing = true;
+    consumer.wakeup();
+  }
+
+  boolean isStopped() {
+    return stopped.getCount() == 0;
+  }
+
+  /** Waits for the loop to finish; returns whether it did within {@code timeout}. */
+  boolean awaitStopped(Duration timeout) throws InterruptedException {
+    return stopped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  private void shutdown() {
+    try {
+      try {
+        commitSettled("close");
+      } catch (RuntimeException e) {
+        LOG.warn("final offset commit of group {} failed: {}", groupId, e.toString());
+      }
+      try {
+        consumer.close(CloseOptions.timeout(remaining()));
+      } catch (RuntimeException e) {
+        LOG.warn("closing the Kafka consumer of group {} failed: {}", groupId, e.toString());
+      }
+      try {
+        deadLetters.close(remaining());
+      } catch (RuntimeException e) {
+        LOG.warn("closing the dead-letter producer of group {} failed: {}", groupId, e.toString());
+      }
+    } finally {
+      stopped.countDown();
+    }
+  }
+
+  private Duration remaining() {
+    if (!closing) {
+      return config.shutdownTimeout();
+    }
+    return Duration.ofNanos(Math.max(0, closeDeadlineNanos - System.nanoTime()));
+  }
+}

@@ -1,0 +1,100 @@
+package io.idem.kafka;
+
+import io.idem.DeadLetterReason;
+import io.idem.spi.Acknowledgement;
+import java.time.Duration;
+import java.util.Objects;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Settles one Kafka record for the pipeline, on the consumer loop's thread. Kafka has no per-record
+ * acknowledgement, only a committed offset per partition, so:
+ *
+ * <ul>
+ *   <li>{@link #ack()} marks the record settled; the consumer loop commits offset + 1 with
+ *       {@code commitSync} after the batch (or the commit interval), never before the record's
+ *       database transaction ended and never below an offset already committed. If the process
+ *       dies first, the record is delivered again and the store skips it as a duplicate.
+ *   <li>{@link #retry(Duration)} leaves the offset where it is; the loop commits what is settled,
+ *       seeks the partition back to this record and pauses it for {@code delay} while it keeps
+ *       polling, so the consumer stays in its group however long the backoff.
+ *   <li>{@link #deadLetter(DeadLetterReason)} publishes a copy (same key, value and headers, plus
+ *       {@link DeadLetterReason#toHeaders()} and the original topic, partition, offset and
+ *       timestamp) to the dead-letter topic and waits for the broker's {@code acks=all}
+ *       acknowledgement; only then is the record settled. If the send fails it throws, the offset
+ *       stays, and the record comes back after a backoff.
+ * </ul>
+ *
+ * <p>Not thread-safe; one instance per delivery, used once.
+ */
+final class KafkaAcknowledgement implements Acknowledgement {
+
+  /** What the pipeline decided. */
+  enum Decision {
+    NONE,
+    ACK,
+    RETRY,
+    DEAD_LETTERED
+  }
+
+  private final ConsumerRecord<byte[], byte[]> record;
+  private final DeadLetterPublisher deadLetters;
+  private Decision decision = Decision.NONE;
+  private @Nullable Duration delay;
+
+  KafkaAcknowledgement(ConsumerRecord<byte[], byte[]> record, DeadLetterPublisher deadLetters) {
+    this.record = record;
+    this.deadLetters = deadLetters;
+  }
+
+  @Override
+  public void ack() {
+    settle(Decision.ACK);
+  }
+
+  /**
+   * @throws IllegalArgumentException if {@code delay} is negative
+   */
+  @Override
+  public void retry(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    if (delay.isNegative()) {
+      throw new IllegalArgumentException("delay must not be negative, but was " + delay);
+    }
+    settle(Decision.RETRY);
+    this.delay = delay;
+  }
+
+  /**
+   * @throws io.idem.IdempotencyException when the dead-letter topic did not acknowledge the copy;
+   *     the record is then not settled
+   */
+  @Override
+  public void deadLetter(DeadLetterReason reason) {
+    Objects.requireNonNull(reason, "reason");
+    if (decision != Decision.NONE) {
+      throw new IllegalStateException("record " + record.topic() + "-" + record.partition() + "@"
+          + record.offset() + " was already settled as " + decision);
+    }
+    deadLetters.publish(record, reason);
+    decision = Decision.DEAD_LETTERED;
+  }
+
+  private void settle(Decision next) {
+    if (decision != Decision.NONE) {
+      throw new IllegalStateException("record " + record.topic() + "-" + record.partition() + "@"
+          + record.offset() + " was already settled as " + decision);
+    }
+    decision = next;
+  }
+
+  Decision decision() {
+    return decision;
+  }
+
+  /** The backoff asked by {@link #retry(Duration)}; zero otherwise. */
+  Duration delay() {
+    return delay == null ? Duration.ZERO : delay;
+  }
+}

@@ -1,0 +1,468 @@
+package io.idem.kafka;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.UnaryOperator;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Immutable configuration of a {@link KafkaIdempotentConsumer}. Build with
+ * {@link #builder(String, String...)}; {@link Builder#build()} validates and copies, naming the
+ * setting and its value in every error. Thread-safe.
+ *
+ * <p>The adapter owns the settings its guarantee depends on and sets them on the
+ * {@code KafkaConsumer} itself: {@code enable.auto.commit=false} (offsets are committed only after
+ * the database transaction; a {@code true} passed in is overridden with a warning), byte-array
+ * deserializers, {@code group.id} and {@code max.poll.records}. Every other
+ * <a href="https://kafka.apache.org/documentation/#consumerconfigs">consumer setting</a> passes
+ * through {@link Builder#consumerProperty(String, Object)}; {@code auto.offset.reset} defaults to
+ * {@value #DEFAULT_AUTO_OFFSET_RESET} so that a new group starts with the records already on the
+ * topic.
+ *
+ * <p>Dead-lettered records are published by a {@code KafkaProducer} with {@code acks=all} and
+ * {@code enable.idempotence=true}, which cannot be weakened; other
+ * <a href="https://kafka.apache.org/documentation/#producerconfigs">producer settings</a> pass
+ * through {@link Builder#producerProperty(String, Object)}.
+ */
+public final class KafkaConsumerConfig {
+  private static final Logger LOG = LoggerFactory.getLogger(KafkaConsumerConfig.class);
+
+  /**
+   * Default {@link #maxPollRecords()}: {@value}. Bounds the work between two polls: with a handler
+   * taking {@code t}, a batch takes about {@code maxPollRecords × t}, which must stay well below
+   * {@code max.poll.interval.ms} (Kafka's default 5 min).
+   */
+  public static final int DEFAULT_MAX_POLL_RECORDS = 100;
+
+  /** Default {@link #pollTimeout()}: 500 ms. */
+  public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(500);
+
+  /** Default {@link #commitInterval()}: zero, i.e. offsets are committed after every polled batch. */
+  public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ZERO;
+
+  /** Default {@link #shutdownTimeout()}: 30 s. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /**
+   * Suffix of the default dead-letter topic name, {@code <topic>}{@value} (the convention of
+   * Spring Kafka's {@code DeadLetterPublishingRecoverer}).
+   */
+  public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
+
+  /** Default {@code auto.offset.reset} unless given as a consumer property: {@value}. */
+  public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
+
+  /** Kafka's default {@code max.poll.interval.ms}, used when the property is not given: 5 min. */
+  static final Duration KAFKA_DEFAULT_MAX_POLL_INTERVAL = Duration.ofMinutes(5);
+
+  /** Legal Kafka topic names (see Kafka's {@code Topic.validate}). */
+  private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+
+  /** Consumer properties the adapter sets itself, with the builder method to use instead. */
+  private static final Map<String, String> OWNED_CONSUMER_PROPERTIES = Map.of(
+      ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "builder(bootstrapServers, topics)",
+      ConsumerConfig.GROUP_ID_CONFIG, "groupId(...)",
+      ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "maxPollRecords(...)",
+      ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, "nothing: the adapter reads bytes",
+      ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, "nothing: the adapter reads bytes");
+
+  private static final Map<String, String> OWNED_PRODUCER_PROPERTIES = Map.of(
+      ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "builder(bootstrapServers, topics)",
+      ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, "nothing: dead letters are copied as bytes",
+      ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, "nothing: dead letters are copied as bytes",
+      ProducerConfig.TRANSACTIONAL_ID_CONFIG, "nothing: dead letters are not sent in transactions");
+
+  private static final Set<String> SECRET_MARKERS = Set.of("password", "jaas", "secret", "token", "key.pass");
+
+  private final String bootstrapServers;
+  private final List<String> topics;
+  private final @Nullable String groupId;
+  private final Map<String, Object> consumerProperties;
+  private final Map<String, Object> producerProperties;
+  private final int maxPollRecords;
+  private final Duration pollTimeout;
+  private final Duration commitInterval;
+  private final Duration shutdownTimeout;
+  private final Map<String, String> deadLetterTopics;
+
+  private KafkaConsumerConfig(Builder b, Map<String, String> deadLetterTopics) {
+    this.bootstrapServers = b.bootstrapServers;
+    this.topics = List.copyOf(b.topics);
+    this.groupId = b.groupId;
+    this.consumerProperties = unmodifiableCopy(b.consumerProperties);
+    this.producerProperties = unmodifiableCopy(b.producerProperties);
+    this.maxPollRecords = b.maxPollRecords;
+    this.pollTimeout = b.pollTimeout;
+    this.commitInterval = b.commitInterval;
+    this.shutdownTimeout = b.shutdownTimeout;
+    this.deadLetterTopics = Map.copyOf(deadLetterTopics);
+  }
+
+  /**
+   * Starts a configuration.
+   *
+   * @param bootstrapServers Kafka's {@code bootstrap.servers}: {@code host:port[,host:port…]}
+   * @param topics the topics to subscribe to, at least one
+   */
+  public static Builder builder(String bootstrapServers, String... topics) {
+    return new Builder(bootstrapServers, List.of(Objects.requireNonNull(topics, "topics")));
+  }
+
+  /** As {@link #builder(String, String...)}. */
+  public static Builder builder(String bootstrapServers, Collection<String> topics) {
+    return new Builder(bootstrapServers, List.copyOf(Objects.requireNonNull(topics, "topics")));
+  }
+
+  /** Kafka's {@code bootstrap.servers}. */
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  /** The subscribed topics, in the order given; unmodifiable. */
+  public List<String> topics() {
+    return topics;
+  }
+
+  /**
+   * The Kafka consumer group, or {@code null} to use the pipeline's
+   * {@link io.idem.IdempotentConsumer#consumerGroup() consumer group} (the default, and the usual
+   * choice: one name for the Kafka group and the processed-events rows).
+   */
+  public @Nullable String groupId() {
+    return groupId;
+  }
+
+  /** Consumer properties passed through to the {@code KafkaConsumer}, as given; unmodifiable. */
+  public Map<String, Object> consumerProperties() {
+    return consumerProperties;
+  }
+
+  /** Producer properties passed through to the dead-letter {@code KafkaProducer}; unmodifiable. */
+  public Map<String, Object> producerProperties() {
+    return producerProperties;
+  }
+
+  /** Most records one poll returns ({@code max.poll.records}); see {@link #DEFAULT_MAX_POLL_RECORDS}. */
+  public int maxPollRecords() {
+    return maxPollRecords;
+  }
+
+  /**
+   * Longest time one {@code poll} waits for records; shorter while a paused partition is due to
+   * resume. {@link KafkaIdempotentConsumer#close()} does not wait for it ({@code wakeup()} ends
+   * the poll at once).
+   */
+  public Duration pollTimeout() {
+    return pollTimeout;
+  }
+
+  /**
+   * Least time between two offset commits while records flow; zero commits after every polled
+   * batch. Offsets are also committed, whatever the interval, before a retry seeks back, when
+   * partitions are revoked, and on close. A longer interval means fewer commit requests and more
+   * duplicates (skipped by the store) after a crash.
+   */
+  public Duration commitInterval() {
+    return commitInterval;
+  }
+
+  /** Longest time {@link KafkaIdempotentConsumer#close()} blocks. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  /**
+   * The dead-letter topic for records of {@code topic}: by default {@code topic}
+   * {@value #DEFAULT_DEAD_LETTER_SUFFIX}.
+   *
+   * @throws IllegalArgumentException when {@code topic} is not one of {@link #topics()}
+   */
+  public String deadLetterTopic(String topic) {
+    String name = deadLetterTopics.get(topic);
+    if (name == null) {
+      throw new IllegalArgumentException("topic must be one of " + topics + ", but was '" + topic + "'");
+    }
+    return name;
+  }
+
+  /** The effective {@code KafkaConsumer} properties for consumer group {@code group}. */
+  Map<String, Object> effectiveConsumerProperties(String group) {
+    Map<String, Object> props = new LinkedHashMap<>();
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, DEFAULT_AUTO_OFFSET_RESET);
+    props.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-" + group);
+    props.putAll(consumerProperties);
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPollRecords);
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    return props;
+  }
+
+  /** The effective dead-letter {@code KafkaProducer} properties. */
+  Map<String, Object> effectiveProducerProperties(String group) {
+    Map<String, Object> props = new LinkedHashMap<>();
+    props.put(ProducerConfig.CLIENT_ID_CONFIG, "idem-" + group + "-dlt");
+    // Bounded so that a dead-letter topic outage holds the consumer loop for seconds, not minutes.
+    props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
+    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30_000);
+    props.putAll(producerProperties);
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    return props;
+  }
+
+  /** The effective {@code max.poll.interval.ms}: given, or Kafka's default of 5 min. */
+  Duration maxPollInterval() {
+    Object value = consumerProperties.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
+    return value == null ? KAFKA_DEFAULT_MAX_POLL_INTERVAL : Duration.ofMillis(Long.parseLong(value.toString().trim()));
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaConsumerConfig[bootstrapServers=" + bootstrapServers + ", topics=" + topics
+        + ", groupId=" + (groupId == null ? "(pipeline's consumer group)" : groupId)
+        + ", maxPollRecords=" + maxPollRecords + ", pollTimeout=" + pollTimeout
+        + ", commitInterval=" + commitInterval + ", shutdownTimeout=" + shutdownTimeout
+        + ", deadLetterTopics=" + deadLetterTopics
+        + ", consumerProperties=" + masked(consumerProperties)
+        + ", producerProperties=" + masked(producerProperties) + "]";
+  }
+
+  private static Map<String, Object> masked(Map<String, Object> props) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    props.forEach((k, v) -> {
+      String lower = k.toLowerCase(Locale.ROOT);
+      out.put(k, SECRET_MARKERS.stream().anyMatch(lower::contains) ? "[hidden]" : v);
+    });
+    return out;
+  }
+
+  private static Map<String, Object> unmodifiableCopy(Map<String, Object> props) {
+    return java.util.Collections.unmodifiableMap(new LinkedHashMap<>(props));
+  }
+
+  /** Builder of {@link KafkaConsumerConfig}. Not thread-safe. */
+  public static final class Builder {
+    private final String bootstrapServers;
+    private final List<String> topics;
+    private @Nullable String groupId;
+    private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
+    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    private int maxPollRecords = DEFAULT_MAX_POLL_RECORDS;
+    private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
+    private Duration commitInterval = DEFAULT_COMMIT_INTERVAL;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private UnaryOperator<String> deadLetterTopicNaming = topic -> topic + DEFAULT_DEAD_LETTER_SUFFIX;
+
+    private Builder(String bootstrapServers, List<String> topics) {
+      this.bootstrapServers = Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+      this.topics = new ArrayList<>(topics);
+      for (String topic : topics) {
+        Objects.requireNonNull(topic, "topics must not contain null");
+      }
+    }
+
+    /**
+     * The Kafka {@code group.id}. Default: the pipeline's
+     * {@link io.idem.IdempotentConsumer#consumerGroup() consumer group}.
+     */
+    public Builder groupId(String value) {
+      this.groupId = Objects.requireNonNull(value, "groupId");
+      return this;
+    }
+
+    /**
+     * A {@code KafkaConsumer} property passed through as given (security, timeouts,
+     * {@code auto.offset.reset}, {@code partition.assignment.strategy}, {@code group.protocol}…).
+     * {@code enable.auto.commit=true} is overridden to {@code false} with a warning. Properties the
+     * adapter owns ({@code bootstrap.servers}, {@code group.id}, {@code max.poll.records}, the
+     * deserializers) are refused by {@link #build()}.
+     */
+    public Builder consumerProperty(String name, Object value) {
+      consumerProperties.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /** Every entry of {@code values}, as {@link #consumerProperty(String, Object)}. */
+    public Builder consumerProperties(Map<String, ?> values) {
+      values.forEach(this::consumerProperty);
+      return this;
+    }
+
+    /**
+     * A dead-letter {@code KafkaProducer} property passed through as given (security, timeouts,
+     * compression…). Defaults the adapter sets and that may be replaced: {@code max.block.ms} and
+     * {@code request.timeout.ms} 10 s, {@code delivery.timeout.ms} 30 s. {@code acks} other than
+     * {@code all}, {@code enable.idempotence=false}, {@code transactional.id},
+     * {@code bootstrap.servers} and the serializers are refused by {@link #build()}.
+     */
+    public Builder producerProperty(String name, Object value) {
+      producerProperties.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /** Every entry of {@code values}, as {@link #producerProperty(String, Object)}. */
+    public Builder producerProperties(Map<String, ?> values) {
+      values.forEach(this::producerProperty);
+      return this;
+    }
+
+    /** Default {@value KafkaConsumerConfig#DEFAULT_MAX_POLL_RECORDS}; at least 1. */
+    public Builder maxPollRecords(int value) {
+      this.maxPollRecords = value;
+      return this;
+    }
+
+    /** Default 500 ms; positive. */
+    public Builder pollTimeout(Duration value) {
+      this.pollTimeout = Objects.requireNonNull(value, "pollTimeout");
+      return this;
+    }
+
+    /** Default zero (commit after every polled batch); not negative. */
+    public Builder commitInterval(Duration value) {
+      this.commitInterval = Objects.requireNonNull(value, "commitInterval");
+      return this;
+    }
+
+    /** Default 30 s; positive. */
+    public Builder shutdownTimeout(Duration value) {
+      this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
+      return this;
+    }
+
+    /**
+     * Names the dead-letter topic of each subscribed topic. Default {@code topic ->
+     * topic + ".DLT"}. Applied once per topic by {@link #build()}; the result must be a legal topic
+     * name other than any subscribed topic. The dead-letter topic must exist, or the broker must
+     * create it on first use ({@code auto.create.topics.enable}).
+     */
+    public Builder deadLetterTopicNaming(UnaryOperator<String> value) {
+      this.deadLetterTopicNaming = Objects.requireNonNull(value, "deadLetterTopicNaming");
+      return this;
+    }
+
+    /**
+     * Validates and copies.
+     *
+     * @throws IllegalArgumentException naming the setting and its value when one is invalid
+     */
+    public KafkaConsumerConfig build() {
+      if (bootstrapServers.isBlank()) {
+        throw new IllegalArgumentException(
+            "bootstrapServers must not be blank, but was '" + bootstrapServers + "'");
+      }
+      if (topics.isEmpty()) {
+        throw new IllegalArgumentException("topics must not be empty, but was []");
+      }
+      if (Set.copyOf(topics).size() != topics.size()) {
+        throw new IllegalArgumentException("topics must not repeat a topic, but was " + topics);
+      }
+      for (String topic : topics) {
+        requireTopicName("topics", topic);
+      }
+      if (groupId != null && groupId.isBlank()) {
+        throw new IllegalArgumentException("groupId must not be blank, but was '" + groupId + "'");
+      }
+      if (maxPollRecords < 1) {
+        throw new IllegalArgumentException("maxPollRecords must be >= 1, but was " + maxPollRecords);
+      }
+      if (pollTimeout.isZero() || pollTimeout.isNegative()) {
+        throw new IllegalArgumentException("pollTimeout must be positive, but was " + pollTimeout);
+      }
+      if (commitInterval.isNegative()) {
+        throw new IllegalArgumentException("commitInterval must not be negative, but was " + commitInterval);
+      }
+      if (shutdownTimeout.isZero() || shutdownTimeout.isNegative()) {
+        throw new IllegalArgumentException("shutdownTimeout must be positive, but was " + shutdownTimeout);
+      }
+      checkConsumerProperties();
+      checkProducerProperties();
+      Map<String, String> deadLetterTopics = new LinkedHashMap<>();
+      for (String topic : topics) {
+        String dlt = deadLetterTopicNaming.apply(topic);
+        requireTopicName("deadLetterTopicNaming(" + topic + ")", dlt);
+        if (topics.contains(dlt)) {
+          throw new IllegalArgumentException("deadLetterTopicNaming(" + topic
+              + ") must not name a subscribed topic, but was '" + dlt + "'");
+        }
+        deadLetterTopics.put(topic, dlt);
+      }
+      return new KafkaConsumerConfig(this, deadLetterTopics);
+    }
+
+    private void checkConsumerProperties() {
+      OWNED_CONSUMER_PROPERTIES.forEach((name, instead) -> {
+        if (consumerProperties.containsKey(name)) {
+          throw new IllegalArgumentException("consumer property " + name + " is set by the adapter (use "
+              + instead + "), but was given as '" + consumerProperties.get(name) + "'");
+        }
+      });
+      Object autoCommit = consumerProperties.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
+      if (autoCommit != null && !"false".equalsIgnoreCase(autoCommit.toString().trim())) {
+        LOG.warn("consumer property enable.auto.commit={} overridden to false: Idem commits offsets"
+            + " itself, only after the database transaction committed", autoCommit);
+        consumerProperties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+      }
+      Object interval = consumerProperties.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
+      if (interval != null) {
+        long ms;
+        try {
+          ms = Long.parseLong(interval.toString().trim());
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException(
+              "consumer property max.poll.interval.ms must be a number of milliseconds, but was '" + interval + "'", e);
+        }
+        if (ms < 1) {
+          throw new IllegalArgumentException("consumer property max.poll.interval.ms must be >= 1, but was " + ms);
+        }
+      }
+    }
+
+    private void checkProducerProperties() {
+      OWNED_PRODUCER_PROPERTIES.forEach((name, instead) -> {
+        if (producerProperties.containsKey(name)) {
+          throw new IllegalArgumentException("producer property " + name + " is set by the adapter (use "
+              + instead + "), but was given as '" + producerProperties.get(name) + "'");
+        }
+      });
+      Object acks = producerProperties.get(ProducerConfig.ACKS_CONFIG);
+      if (acks != null && !Set.of("all", "-1").contains(acks.toString().trim().toLowerCase(Locale.ROOT))) {
+        throw new IllegalArgumentException("producer property acks must be 'all' (a dead letter must be"
+            + " stored before its original is removed), but was '" + acks + "'");
+      }
+      Object idempotence = producerProperties.get(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG);
+      if (idempotence != null && !"true".equalsIgnoreCase(idempotence.toString().trim())) {
+        throw new IllegalArgumentException(
+            "producer property enable.idempotence must be true, but was '" + idempotence + "'");
+      }
+    }
+
+    private static void requireTopicName(String setting, String name) {
+      if (name == null || !TOPIC.matcher(name).matches() || name.equals(".") || name.equals("..")) {
+        throw new IllegalArgumentException(setting + " must be legal Kafka topic names (1 to 249 of"
+            + " [a-zA-Z0-9._-], not '.' or '..'), but was '" + name + "'");
+      }
+    }
+  }
+}

@@ -1,0 +1,256 @@
+package io.idem.kafka;
+
+import io.idem.BrokerConsumer;
+import io.idem.IdempotencyException;
+import io.idem.IdempotentConsumer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.KafkaException;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes Kafka topics through an {@link IdempotentConsumer} pipeline, committing each record's
+ * offset only after its database transaction ended.
+ *
+ * <pre>{@code
+ * KafkaConsumerConfig config = KafkaConsumerConfig.builder("localhost:9092", "orders").build();
+ * try (KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline)) {
+ *   consumer.start();
+ *   ...
+ * }
+ * }</pre>
+ *
+ * <h2>How Kafka's rules are mapped</h2>
+ *
+ * <ul>
+ *   <li><b>One thread owns the {@code KafkaConsumer}</b> (it is not thread-safe): it polls, runs
+ *       records through the pipeline one at a time in partition order, and commits. Scale out with
+ *       more instances in the same group (up to one per partition), in this JVM or others.
+ *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync} of offset
+ *       + 1 of the last settled record (processed, duplicate or dead-lettered), after each polled
+ *       batch or {@link KafkaConsumerConfig#commitInterval()}; {@code enable.auto.commit} is
+ *       forced off. A commit never lowers a partition's committed offset. A crash between the two
+ *       commits redelivers records that the store then skips as duplicates.
+ *   <li><b>Retry</b> ({@link io.idem.ProcessingOutcome#RETRY}: handler failure with attempts
+ *       left, or the store unavailable): settled offsets are committed, the partition is seeked
+ *       back to the failed record and paused for the backoff while the loop keeps polling, so
+ *       {@code max.poll.interval.ms} is never exceeded and the consumer stays in its group. Records
+ *       after the failed one in that batch are dropped and fetched again; other partitions go on.
+ *       The record comes back after the backoff plus up to one fetch round trip ({@code
+ *       fetch.max.wait.ms}, 500 ms by default). A store outage takes this path on every record,
+ *       so offsets stay put and the group membership holds for as long as the outage lasts.
+ *   <li><b>Delivery attempts</b> are counted by the adapter per partition and offset (Kafka keeps
+ *       none), and reset when the partition is revoked or assigned, or the process restarts.
+ *   <li><b>Dead letters</b> are published to {@link KafkaConsumerConfig#deadLetterTopic(String)}
+ *       by an idempotent {@code acks=all} producer: same key and value, original headers plus
+ *       {@link io.idem.DeadLetterReason#toHeaders()} and {@link #HEADER_ORIGINAL_TOPIC},
+ *       {@link #HEADER_ORIGINAL_PARTITION}, {@link #HEADER_ORIGINAL_OFFSET},
+ *       {@link #HEADER_ORIGINAL_TIMESTAMP}. The offset advances only after the broker acknowledged
+ *       the copy; a failed send leaves it and the record comes back after a backoff.
+ *   <li><b>Rebalances</b>: settled offsets of revoked partitions are committed in
+ *       {@code onPartitionsRevoked}; lost partitions are forgotten without a commit.
+ *   <li><b>Bounded work per poll</b>: at most {@link KafkaConsumerConfig#maxPollRecords()} records,
+ *       and a batch that runs past half of {@code max.poll.interval.ms} stops; its remaining
+ *       records are fetched again by the next poll. A single handler call must still finish well
+ *       within {@code max.poll.interval.ms}.
+ * </ul>
+ *
+ * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
+ * any thread. The consumer thread is a non-daemon thread named {@code idem-kafka-<group>-<n>}.
+ * Logs under {@code io.idem.kafka.KafkaIdempotentConsumer}: INFO on start (with the effective
+ * configuration), assignment and stop; WARN when an offset commit fails; ERROR when a record could
+ * not be settled.
+ */
+public final class KafkaIdempotentConsumer implements BrokerConsumer {
+  private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
+  private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+  /** Dead-letter header: the topic the record was consumed from, {@value}. */
+  public static final String HEADER_ORIGINAL_TOPIC = "idem-original-topic";
+  /** Dead-letter header: the record's partition (decimal), {@value}. */
+  public static final String HEADER_ORIGINAL_PARTITION = "idem-original-partition";
+  /** Dead-letter header: the record's offset (decimal), {@value}. */
+  public static final String HEADER_ORIGINAL_OFFSET = "idem-original-offset";
+  /** Dead-letter header: the record's timestamp (epoch milliseconds, decimal), {@value}. */
+  public static final String HEADER_ORIGINAL_TIMESTAMP = "idem-original-timestamp";
+
+  private final KafkaConsumerConfig config;
+  private final IdempotentConsumer<?> pipeline;
+  private final Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory;
+  private final Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory;
+  private final String groupId;
+  private final Object lock = new Object();
+  private @Nullable ConsumerLoop loop;
+  private @Nullable Thread thread;
+  private boolean started;
+  private boolean closed;
+
+  private KafkaIdempotentConsumer(
+      KafkaConsumerConfig config,
+      IdempotentConsumer<?> pipeline,
+      Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory,
+      Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory) {
+    this.config = config;
+    this.pipeline = pipeline;
+    this.consumerFactory = consumerFactory;
+    this.producerFactory = producerFactory;
+    String configured = config.groupId();
+    this.groupId = configured != null ? configured : pipeline.consumerGroup();
+  }
+
+  /**
+   * Creates a consumer; nothing connects until {@link #start()}.
+   *
+   * @param config the Kafka settings; its group id defaults to {@code pipeline.consumerGroup()}
+   * @param pipeline the idempotent pipeline every record goes through
+   */
+  public static KafkaIdempotentConsumer create(KafkaConsumerConfig config, IdempotentConsumer<?> pipeline) {
+    return create(config, pipeline, KafkaConsumer::new, KafkaProducer::new);
+  }
+
+  /**
+   * Creates a consumer whose Kafka clients come from the given factories, for instrumented or
+   * wrapped clients (tracing, metrics). Each factory is called once by {@link #start()}, on the
+   * calling thread, with the effective properties (the adapter's forced settings included); the
+   * adapter owns the returned clients, uses the consumer from its own thread only, and closes
+   * both.
+   *
+   * @param consumerFactory builds the {@code Consumer<byte[], byte[]>} from its properties
+   * @param producerFactory builds the dead-letter {@code Producer<byte[], byte[]>} from its
+   *     properties
+   */
+  public static KafkaIdempotentConsumer create(
+      KafkaConsumerConfig config,
+      IdempotentConsumer<?> pipeline,
+      Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory,
+      Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producerFactory) {
+    Objects.requireNonNull(config, "config");
+    Objects.requireNonNull(pipeline, "pipeline");
+    Objects.requireNonNull(consumerFactory, "consumerFactory");
+    Objects.requireNonNull(producerFactory, "producerFactory");
+    if (config.groupId() != null && !config.groupId().equals(pipeline.consumerGroup())) {
+      LOG.info("Kafka group.id '{}' differs from the pipeline's consumer group '{}': offsets are"
+          + " committed for the first, processed-events rows written for the second",
+          config.groupId(), pipeline.consumerGroup());
+    }
+    return new KafkaIdempotentConsumer(config, pipeline, consumerFactory, producerFactory);
+  }
+
+  /**
+   * Creates the {@code KafkaConsumer} and the dead-letter {@code KafkaProducer}, subscribes to
+   * the topics and starts the consumer thread; returns without waiting for partitions to be
+   * assigned.
+   *
+   * @throws IllegalStateException when already started or closed
+   * @throws IdempotencyException when Kafka refuses the configuration (for example an unknown
+   *     consumer property value); nothing is left running
+   */
+  @Override
+  public void start() {
+    synchronized (lock) {
+      if (closed) {
+        throw new IllegalStateException("consumer of group " + groupId + " is closed");
+      }
+      if (started) {
+        throw new IllegalStateException("consumer of group " + groupId + " is already started");
+      }
+      Consumer<byte[], byte[]> consumer;
+      Producer<byte[], byte[]> producer;
+      try {
+        consumer = Objects.requireNonNull(
+            consumerFactory.apply(config.effectiveConsumerProperties(groupId)), "consumerFactory result");
+      } catch (KafkaException e) {
+        throw new IdempotencyException("Kafka refused the consumer configuration: " + e.getMessage(), e);
+      }
+      try {
+        producer = Objects.requireNonNull(
+            producerFactory.apply(config.effectiveProducerProperties(groupId)), "producerFactory result");
+      } catch (KafkaException e) {
+        consumer.close(org.apache.kafka.clients.consumer.CloseOptions.timeout(Duration.ZERO));
+        throw new IdempotencyException("Kafka refused the dead-letter producer configuration: " + e.getMessage(), e);
+      }
+      ConsumerLoop newLoop =
+          new ConsumerLoop(consumer, new DeadLetterPublisher(producer, config), pipeline, config, groupId);
+      Thread newThread = new Thread(newLoop, "idem-kafka-" + groupId + "-" + INSTANCES.incrementAndGet());
+      newThread.setUncaughtExceptionHandler(
+          (t, e) -> LOG.error("consumer thread {} died", t.getName(), e));
+      loop = newLoop;
+      thread = newThread;
+      started = true;
+      newThread.start();
+      LOG.info("Kafka consumer started for group {} with {} and {}", groupId, config, pipeline);
+    }
+  }
+
+  /**
+   * Stops gracefully: wakes the consumer thread, lets the in-flight record finish and settle,
+   * commits the settled offsets, then closes the consumer (leaving the group) and the producer.
+   * Records fetched but not processed stay uncommitted for the next owner. Blocks up to
+   * {@link KafkaConsumerConfig#shutdownTimeout()}; past it the thread is interrupted and an error
+   * logged. Idempotent; a call from the consumer thread itself (a handler) only asks it to stop.
+   */
+  @Override
+  public void close() {
+    ConsumerLoop current;
+    Thread currentThread;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      current = loop;
+      currentThread = thread;
+    }
+    if (current == null || currentThread == null) {
+      return;
+    }
+    long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
+    current.requestClose(deadline);
+    if (Thread.currentThread() == currentThread) {
+      return;
+    }
+    try {
+      if (!current.awaitStopped(config.shutdownTimeout())) {
+        LOG.error("consumer of group {} did not stop within {}; interrupting its thread (the"
+            + " in-flight record stays uncommitted and will be delivered again)", groupId, config.shutdownTimeout());
+        currentThread.interrupt();
+        current.awaitStopped(Duration.ofSeconds(5));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    LOG.info("Kafka consumer of group {} stopped", groupId);
+  }
+
+  /** True between {@link #start()} and {@link #close()}, while the consumer thread runs. */
+  @Override
+  public boolean isRunning() {
+    synchronized (lock) {
+      return started && !closed && loop != null && !loop.isStopped();
+    }
+  }
+
+  /** The Kafka {@code group.id} in use. */
+  public String groupId() {
+    return groupId;
+  }
+
+  /** The configuration. */
+  public KafkaConsumerConfig config() {
+    return config;
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaIdempotentConsumer[group=" + groupId + ", topics=" + config.topics() + "]";
+  }
+}

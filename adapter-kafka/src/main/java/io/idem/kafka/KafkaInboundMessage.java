@@ -1,0 +1,195 @@
+package io.idem.kafka;
+
+import io.idem.InboundMessage;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One Kafka {@link ConsumerRecord} as an {@link InboundMessage}. Immutable and thread-safe (it
+ * shares the record's payload array; callers must not modify it).
+ *
+ * <ul>
+ *   <li>{@link #source()} is the topic; {@link #brokerMessageId()} is
+ *       {@code <topic>-<partition>@<offset>}, unique within a cluster as long as the topic exists.
+ *   <li>{@link #headers()}: Kafka headers whose value is valid UTF-8, decoded strictly (malformed
+ *       input is reported, never replaced with U+FFFD). Kafka allows a header name more than once;
+ *       the last value wins, as in {@link Headers#lastHeader(String)}. A header whose last value
+ *       is not UTF-8 is listed in {@link #undecodableHeaders()} instead; a header whose last value
+ *       is {@code null} is left out of both.
+ *   <li>{@link #payload()} is the record value, or an empty array for a {@code null} value
+ *       (tombstone).
+ *   <li>{@link #deliveryAttempt()} is counted by the adapter per partition and offset, because
+ *       Kafka keeps no delivery count: it restarts at 1 when the partition is reassigned or the
+ *       consumer restarts.
+ *   <li>{@link #unwrap(Class)} with {@code ConsumerRecord.class} returns the record.
+ * </ul>
+ */
+public final class KafkaInboundMessage implements InboundMessage {
+  private static final byte[] EMPTY = new byte[0];
+
+  private final ConsumerRecord<byte[], byte[]> record;
+  private final Map<String, String> headers;
+  private final Set<String> undecodable;
+  private final int deliveryAttempt;
+  private final Instant receivedAt;
+
+  private KafkaInboundMessage(
+      ConsumerRecord<byte[], byte[]> record,
+      Map<String, String> headers,
+      Set<String> undecodable,
+      int deliveryAttempt,
+      Instant receivedAt) {
+    this.record = record;
+    this.headers = headers;
+    this.undecodable = undecodable;
+    this.deliveryAttempt = deliveryAttempt;
+    this.receivedAt = receivedAt;
+  }
+
+  /**
+   * Wraps a record; decodes its headers once.
+   *
+   * @param deliveryAttempt 1-based
+   * @throws IllegalArgumentException if {@code deliveryAttempt < 1}
+   */
+  public static KafkaInboundMessage of(
+      ConsumerRecord<byte[], byte[]> record, int deliveryAttempt, Instant receivedAt) {
+    Objects.requireNonNull(record, "record");
+    Objects.requireNonNull(receivedAt, "receivedAt");
+    if (deliveryAttempt < 1) {
+      throw new IllegalArgumentException("deliveryAttempt must be >= 1, but was " + deliveryAttempt);
+    }
+    Map<String, String> decoded = new LinkedHashMap<>();
+    Set<String> undecodable = new LinkedHashSet<>();
+    for (Header header : record.headers()) {
+      String name = header.key();
+      decoded.remove(name);
+      undecodable.remove(name);
+      byte[] value = header.value();
+      if (value == null) {
+        continue;
+      }
+      String text = decodeUtf8(value);
+      if (text == null) {
+        undecodable.add(name);
+      } else {
+        decoded.put(name, text);
+      }
+    }
+    return new KafkaInboundMessage(
+        record,
+        Collections.unmodifiableMap(decoded),
+        Collections.unmodifiableSet(undecodable),
+        deliveryAttempt,
+        receivedAt);
+  }
+
+  /**
+   * Decodes {@code bytes} as strict UTF-8.
+   *
+   * @return the text, or {@code null} when the bytes are not well-formed UTF-8
+   */
+  static @Nullable String decodeUtf8(byte[] bytes) {
+    CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT);
+    try {
+      return decoder.decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (CharacterCodingException e) {
+      return null;
+    }
+  }
+
+  /** {@code <topic>-<partition>@<offset>}, the form used by {@link #brokerMessageId()}. */
+  static String brokerId(String topic, int partition, long offset) {
+    return topic + "-" + partition + "@" + offset;
+  }
+
+  @Override
+  public String source() {
+    return record.topic();
+  }
+
+  @Override
+  public Map<String, String> headers() {
+    return headers;
+  }
+
+  @Override
+  public Set<String> undecodableHeaders() {
+    return undecodable;
+  }
+
+  @Override
+  public byte[] payload() {
+    byte[] value = record.value();
+    return value == null ? EMPTY : value;
+  }
+
+  @Override
+  public String brokerMessageId() {
+    return brokerId(record.topic(), record.partition(), record.offset());
+  }
+
+  @Override
+  public int deliveryAttempt() {
+    return deliveryAttempt;
+  }
+
+  @Override
+  public Instant receivedAt() {
+    return receivedAt;
+  }
+
+  /** The record's partition. */
+  public int partition() {
+    return record.partition();
+  }
+
+  /** The record's offset in its partition. */
+  public long offset() {
+    return record.offset();
+  }
+
+  /** The record's topic and partition. */
+  public TopicPartition topicPartition() {
+    return new TopicPartition(record.topic(), record.partition());
+  }
+
+  /** The record key's bytes, or {@code null} when the record has no key. Shared, not copied. */
+  public byte @Nullable [] key() {
+    return record.key();
+  }
+
+  /** The native record. */
+  public ConsumerRecord<byte[], byte[]> record() {
+    return record;
+  }
+
+  @Override
+  public <T> Optional<T> unwrap(Class<T> type) {
+    return type.isInstance(record) ? Optional.of(type.cast(record)) : Optional.empty();
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaInboundMessage[" + brokerMessageId() + ", attempt=" + deliveryAttempt
+        + ", headers=" + headers.keySet() + ", payload=" + payload().length + " bytes]";
+  }
+}

@@ -1,0 +1,117 @@
+package io.idem.kafka;
+
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.ArrayList;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * What the consumer loop knows per partition: the next offset to commit (one past the last
+ * settled record), the offset last committed, the delivery attempt of a record being retried, and
+ * when a paused partition resumes. Confined to the loop thread; not thread-safe.
+ *
+ * <p>Offsets only move forward: a settled offset below what is already settled or committed is
+ * ignored, and {@link #toCommit} returns only offsets above the committed ones, so a commit never
+ * lowers a partition's committed offset.
+ */
+final class PartitionProgress {
+  private final Map<TopicPartition, OffsetAndMetadata> settled = new HashMap<>();
+  private final Map<TopicPartition, Long> committed = new HashMap<>();
+  private final Map<TopicPartition, long[]> attempts = new HashMap<>();
+  private final Map<TopicPartition, Long> resumeAtNanos = new LinkedHashMap<>();
+
+  /** The attempt the record at {@code offset} is on: one more than its last failure, else 1. */
+  int attemptFor(TopicPartition partition, long offset) {
+    long[] last = attempts.get(partition);
+    return last != null && last[0] == offset ? (int) Math.min(Integer.MAX_VALUE, last[1] + 1) : 1;
+  }
+
+  /** The record at {@code offset} failed on {@code attempt} and will be delivered again. */
+  void failed(TopicPartition partition, long offset, int attempt) {
+    attempts.put(partition, new long[] {offset, attempt});
+  }
+
+  /** The record at {@code offset} is settled (processed, duplicate or dead-lettered). */
+  void settled(TopicPartition partition, long offset, Optional<Integer> leaderEpoch) {
+    attempts.remove(partition);
+    long next = offset + 1;
+    OffsetAndMetadata current = settled.get(partition);
+    if (current == null || current.offset() < next) {
+      settled.put(partition, new OffsetAndMetadata(next, leaderEpoch, ""));
+    }
+  }
+
+  /** The broker's committed offset at assignment, so that no commit goes below it. */
+  void knownCommitted(TopicPartition partition, long offset) {
+    committed.merge(partition, offset, Math::max);
+  }
+
+  /** Settled offsets above the committed ones, for partitions in {@code owned}. */
+  Map<TopicPartition, OffsetAndMetadata> toCommit(Collection<TopicPartition> owned) {
+    Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+    for (TopicPartition partition : owned) {
+      OffsetAndMetadata next = settled.get(partition);
+      if (next != null && next.offset() > committed.getOrDefault(partition, -1L)) {
+        out.put(partition, next);
+      }
+    }
+    return out;
+  }
+
+  /** {@code offsets} were committed. */
+  void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    offsets.forEach((partition, offset) -> committed.merge(partition, offset.offset(), Math::max));
+  }
+
+  /** The committed offset last known for {@code partition}, if any. */
+  OptionalLong committedOffset(TopicPartition partition) {
+    Long offset = committed.get(partition);
+    return offset == null ? OptionalLong.empty() : OptionalLong.of(offset);
+  }
+
+  /** {@code partition} is paused until {@code nanoTime}. */
+  void pauseUntil(TopicPartition partition, long nanoTime) {
+    resumeAtNanos.put(partition, nanoTime);
+  }
+
+  boolean isPaused(TopicPartition partition) {
+    return resumeAtNanos.containsKey(partition);
+  }
+
+  /** Removes and returns the paused partitions due at {@code nanoTime}. */
+  List<TopicPartition> dueForResume(long nanoTime) {
+    List<TopicPartition> due = new ArrayList<>();
+    for (Iterator<Map.Entry<TopicPartition, Long>> it = resumeAtNanos.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<TopicPartition, Long> entry = it.next();
+      if (entry.getValue() - nanoTime <= 0) {
+        due.add(entry.getKey());
+        it.remove();
+      }
+    }
+    return due;
+  }
+
+  /** Nanoseconds from {@code nanoTime} until the next paused partition resumes, if any. */
+  OptionalLong nanosUntilNextResume(long nanoTime) {
+    return resumeAtNanos.values().stream()
+        .mapToLong(at -> Math.max(0, at - nanoTime))
+        .min();
+  }
+
+  /** Forgets everything about {@code partitions} (revoked, lost or newly assigned). */
+  void forget(Collection<TopicPartition> partitions) {
+    for (TopicPartition partition : partitions) {
+      settled.remove(partition);
+      committed.remove(partition);
+      attempts.remove(partition);
+      resumeAtNanos.remove(partition);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+package io.idem.kafka;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.idem.IdempotentConsumer;
+import io.idem.RetryPolicy;
+import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.testkit.CrashInjector;
+import java.time.Duration;
+import org.apache.ibatis.session.SqlSession;
+
+/**
+ * The crash tests' victim, run in a child JVM: a store, a pipeline with
+ * {@link CrashInjector#fromSystemProperties()} as listener, and a {@link KafkaIdempotentConsumer}.
+ * Runs until killed, or until the injector halts it ({@code idem.crash.point}).
+ *
+ * <p>System properties: {@code idem.test.bootstrap}, {@code idem.test.topic},
+ * {@code idem.test.group}, {@code idem.test.jdbc-url}, {@code idem.test.jdbc-user},
+ * {@code idem.test.jdbc-password}, {@code idem.test.schema}.
+ */
+public final class KafkaCrashChild {
+  private KafkaCrashChild() {}
+
+  public static void main(String[] args) throws Exception {
+    HikariConfig pool = new HikariConfig();
+    pool.setJdbcUrl(required("idem.test.jdbc-url"));
+    pool.setUsername(required("idem.test.jdbc-user"));
+    String password = System.getProperty("idem.test.jdbc-password", "");
+    if (!password.isEmpty()) {
+      pool.setPassword(password);
+    }
+    pool.setSchema(required("idem.test.schema"));
+    pool.setMaximumPoolSize(4);
+    HikariDataSource dataSource = new HikariDataSource(pool);
+    MyBatisProcessedEventStore store =
+        MyBatisProcessedEventStore.builder(KafkaITSupport.sessions(dataSource)).build();
+    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
+        .consumerGroup(required("idem.test.group"))
+        .handler(KafkaITSupport.recording())
+        .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofMillis(100)).build())
+        .listener(CrashInjector.fromSystemProperties())
+        .build();
+    KafkaConsumerConfig config = KafkaConsumerConfig
+        .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
+        .maxPollRecords(50)
+        // the crashed member stays in the group until its session times out (default 45 s);
+        // 6 s is the broker's default minimum
+        .consumerProperty("session.timeout.ms", 6000)
+        .consumerProperty("heartbeat.interval.ms", 500)
+        .build();
+    KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline);
+    consumer.start();
+    System.out.println("CHILD-STARTED");
+    Thread.currentThread().join(); // until killed or halted
+  }
+
+  private static String required(String name) {
+    String value = System.getProperty(name);
+    if (value == null || value.isBlank()) {
+      throw new IllegalArgumentException("system property " + name + " must be set");
+    }
+    return value;
+  }
+}

@@ -1,0 +1,92 @@
+package io.idem.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.idem.fixtures.ChildJvm;
+import io.idem.fixtures.PostgresFixture;
+import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A consumer killed mid-flight (the JVM halts itself, like {@code kill -9}) and restarted leaves
+ * every event applied exactly once and no offset lag: the database transaction and the offset
+ * commit may be torn apart by the crash, and the processed-events marker makes up for it.
+ */
+class KafkaCrashIT extends KafkaITSupport {
+  private static final int KEYS = 250;
+  private static final int DUPLICATES = 50;
+
+  @Override
+  protected int partitions() {
+    return 3;
+  }
+
+  @Test
+  void crashAfterTheHandlerWroteButBeforeTheCommit() {
+    crashAndRecover(CrashPoint.AFTER_HANDLER);
+  }
+
+  @Test
+  void crashAfterTheDatabaseCommitButBeforeTheOffsetCommit() {
+    crashAndRecover(CrashPoint.AFTER_COMMIT);
+  }
+
+  private void crashAndRecover(CrashPoint point) {
+    for (int i = 0; i < KEYS; i++) {
+      publish(i % 3, "e-" + i, "{\"n\":" + i + "}");
+      if (i % (KEYS / DUPLICATES) == 0) {
+        publish((i + 1) % 3, "e-" + i, "{\"n\":" + i + "}"); // a redelivered copy on another partition
+      }
+    }
+
+    String crashedKey;
+    try (ChildJvm victim = child("victim", point)) {
+      int status = victim.waitFor(Duration.ofSeconds(90));
+      assertThat(status).isEqualTo(CrashInjector.EXIT_STATUS);
+      String line = victim.lines().stream().filter(l -> l.startsWith("IDEM-CRASH " + point + " "))
+          .findFirst().orElseThrow(() -> new AssertionError("no IDEM-CRASH line: " + victim.lines()));
+      crashedKey = line.substring(("IDEM-CRASH " + point + " ").length()).trim();
+    }
+    // the crash tore the two commits apart exactly where intended
+    assertThat(effects.count(crashedKey)).isEqualTo(point == CrashPoint.AFTER_COMMIT ? 1 : 0);
+    int appliedBeforeRestart = effects.total();
+    assertThat(appliedBeforeRestart).isBetween(1, KEYS - 1);
+    assertThat(lag()).isPositive();
+
+    try (ChildJvm survivor = child("survivor", null)) {
+      await("every event applied").atMost(TIMEOUT).until(() -> effects.distinctKeys() == KEYS);
+      awaitSettled();
+      assertThat(survivor.isAlive()).isTrue();
+    }
+    assertThat(effects.total()).isEqualTo(KEYS);
+    assertThat(effects.doubled()).isZero();
+    for (int i = 0; i < KEYS; i++) {
+      assertThat(effects.count("e-" + i)).as("effects of e-" + i).isEqualTo(1);
+    }
+    assertThat(lag()).isZero();
+  }
+
+  private ChildJvm child(String name, CrashPoint point) {
+    PostgresFixture postgres = PostgresFixture.shared();
+    List<String> jvmArgs = new ArrayList<>(List.of(
+        "-Xmx256m",
+        "-Didem.test.bootstrap=" + KafkaTestClients.bootstrap(),
+        "-Didem.test.topic=" + topic,
+        "-Didem.test.group=" + group,
+        "-Didem.test.jdbc-url=" + postgres.jdbcUrl(),
+        "-Didem.test.jdbc-user=" + postgres.user(),
+        "-Didem.test.jdbc-password=" + postgres.password(),
+        "-Didem.test.schema=" + dataSource.getSchema()));
+    if (point != null) {
+      jvmArgs.add("-Didem.crash.point=" + point.name());
+      jvmArgs.add("-Didem.crash.after=60");
+    }
+    return ChildJvm.start(name, KafkaCrashChild.class, jvmArgs, List.of(), Map.of(), System.out::println);
+  }
+}
