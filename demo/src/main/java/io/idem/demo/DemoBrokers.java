@@ -5,7 +5,7 @@ import java.util.Map;
 
 /** The brokers the demo knows, by name. */
 final class DemoBrokers {
-  static final List<String> NAMES = List.of("rabbitmq");
+  static final List<String> NAMES = List.of("kafka", "rabbitmq");
 
   private DemoBrokers() {}
 
@@ -17,6 +17,8 @@ final class DemoBrokers {
   /** A broker for the consumer process, connected through {@link DemoBroker#connectionArgs()}. */
   static DemoBroker forConsumer(String name, Map<String, String> args) {
     switch (name) {
+      case "kafka":
+        return new KafkaDemoBroker(args);
       case "rabbitmq":
         return new RabbitDemoBroker(args);
       default:

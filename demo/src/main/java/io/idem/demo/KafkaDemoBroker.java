@@ -1,0 +1,152 @@
+package io.idem.demo;
+
+import io.idem.BrokerConsumer;
+import io.idem.IdempotentConsumer;
+import io.idem.fixtures.KafkaFixture;
+import io.idem.kafka.KafkaConsumerConfig;
+import io.idem.kafka.KafkaIdempotentConsumer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The demo on Kafka: an in-JVM KRaft broker (or {@code IDEM_KAFKA_BOOTSTRAP}), a 4-partition topic
+ * keyed by order id, and its {@code .DLT} topic. The consumer uses static group membership
+ * ({@code group.instance.id}), so a restarted consumer takes its partitions back at once instead of
+ * waiting for the killed one's session to time out.
+ */
+final class KafkaDemoBroker implements DemoBroker {
+  private static final int PARTITIONS = 4;
+  private String bootstrap;
+  private KafkaProducer<byte[], byte[]> producer;
+
+  KafkaDemoBroker(Map<String, String> args) {
+    this.bootstrap = args.get("kafka-bootstrap");
+  }
+
+  @Override
+  public String name() {
+    return "kafka";
+  }
+
+  @Override
+  public String start() {
+    KafkaFixture kafka = KafkaFixture.shared();
+    bootstrap = kafka.bootstrapServers();
+    return "Kafka: " + kafka.origin();
+  }
+
+  @Override
+  public void createDestination(String topic) {
+    KafkaFixture.shared().createTopic(topic, PARTITIONS);
+    KafkaFixture.shared().createTopic(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX, 1);
+  }
+
+  @Override
+  public void publish(String topic, List<Map.Entry<String, byte[]>> keyedPayloads) {
+    if (producer == null) {
+      Properties props = new Properties();
+      props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+      props.put(ProducerConfig.ACKS_CONFIG, "all");
+      props.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+      props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+      props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+      producer = new KafkaProducer<>(props);
+    }
+    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    for (Map.Entry<String, byte[]> e : keyedPayloads) {
+      byte[] key = e.getKey().getBytes(StandardCharsets.UTF_8);
+      ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, key, e.getValue());
+      record.headers().add("idempotency-key", key);
+      sent.add(producer.send(record));
+    }
+    try {
+      for (Future<RecordMetadata> f : sent) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException("publishing to " + topic + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public List<String> connectionArgs() {
+    return List.of("--kafka-bootstrap=" + bootstrap);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline) {
+    KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrap, topic)
+        .consumerProperty("group.instance.id", "idem-demo-consumer")
+        .consumerProperty("session.timeout.ms", 10_000)
+        .build();
+    return KafkaIdempotentConsumer.create(config, pipeline);
+  }
+
+  @Override
+  public long pending(String topic, String group) {
+    Admin admin = KafkaFixture.shared().admin();
+    try {
+      Map<TopicPartition, OffsetAndMetadata> committed =
+          admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+      long lag = 0;
+      for (Map.Entry<TopicPartition, Long> end : endOffsets(topic, PARTITIONS).entrySet()) {
+        OffsetAndMetadata c = committed.get(end.getKey());
+        lag += Math.max(0, end.getValue() - (c == null ? 0 : c.offset()));
+      }
+      return lag;
+    } catch (Exception e) {
+      throw new IllegalStateException("could not read the lag of " + group + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public long deadLettered(String topic) {
+    return endOffsets(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX, 1).values().stream()
+        .mapToLong(Long::longValue).sum();
+  }
+
+  private static Map<TopicPartition, Long> endOffsets(String topic, int partitions) {
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    for (int p = 0; p < partitions; p++) {
+      request.put(new TopicPartition(topic, p), OffsetSpec.latest());
+    }
+    try {
+      Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result =
+          KafkaFixture.shared().admin().listOffsets(request).all().get(30, TimeUnit.SECONDS);
+      Map<TopicPartition, Long> out = new HashMap<>();
+      result.forEach((tp, info) -> out.put(tp, info.offset()));
+      return out;
+    } catch (Exception e) {
+      throw new IllegalStateException("could not list the end offsets of " + topic + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void deleteDestination(String topic) {
+    KafkaFixture.shared().deleteTopic(topic);
+    KafkaFixture.shared().deleteTopic(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX);
+  }
+
+  @Override
+  public void close() {
+    if (producer != null) {
+      producer.close();
+    }
+  }
+}
