@@ -56,7 +56,8 @@ abstract class SqsTestBase {
   }
 
   protected SqsHarness queue(boolean fifo, Map<QueueAttributeName, String> attributes) {
-    SqsHarness harness = new SqsHarness("it-" + testName + "-" + run, fifo, attributes, b -> b);
+    String name = "it-" + testName + "-" + run + (queues.isEmpty() ? "" : "-" + queues.size());
+    SqsHarness harness = new SqsHarness(name, fifo, attributes, b -> b);
     queues.add(harness);
     return harness;
   }
