@@ -62,6 +62,19 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * logged; set {@code maxReceiveCount} to the retry policy's {@code maxAttempts}). The delivery
  * attempt is {@code ApproximateReceiveCount}.
  *
+ * <p><b>Dead letters.</b> With {@link SqsConsumerConfig#deadLetterQueueUrl()} set, the copy keeps
+ * the original body and attributes and adds the reason ({@link io.idem.DeadLetterReason#toHeaders()},
+ * up to six attributes). SQS allows 10 attributes and 256 KiB per message, so when they do not all
+ * fit the reason is kept and the least important original attributes are left out, their names
+ * listed in the attribute {@code idem-dropped-attributes} (kept first: {@code idem-body-encoding},
+ * {@code idempotency-key}, CloudEvents {@code ce-}/{@code ce_} attributes); a body too large for
+ * the reason beside it shortens the detail. On a FIFO dead-letter queue the copy keeps the
+ * message group and uses the original {@code MessageId} as deduplication id, so a copy re-sent
+ * after a crash within 5 minutes is dropped by SQS; a standard dead-letter queue may then hold
+ * two copies. Without a dead-letter queue, the queue's {@code RedrivePolicy} must exist
+ * ({@link #start()} checks); a message the pipeline gave up on is handed back (visibility 0)
+ * until SQS moves it, unchanged, after {@code maxReceiveCount} receives.
+ *
  * <p><b>FIFO.</b> A message that is retried (or could not be settled) stops its lane: the rest of
  * its group in the batch is handed back (visibility 0) and SQS, which delivers nothing more of a
  * group while one of its messages is in flight, returns them after it. Other groups go on. The
