@@ -344,6 +344,10 @@ public abstract class BrokerAdapterCompatibilityKit {
       }
 
       await("all effects").atMost(timeout()).untilAsserted(() -> assertThat(effects.total()).isEqualTo(keys));
+      // the second copies may still be queued when the last effect lands: close only once every
+      // delivery was settled, or the unconsumed copies would stay pending after close
+      await("all deliveries settled").atMost(timeout()).until(() ->
+          outcomes.count(ProcessingOutcome.PROCESSED) + outcomes.count(ProcessingOutcome.DUPLICATE) >= 2L * keys);
       closeConsumersAndAwaitSettled();
       assertThat(effects.total()).isEqualTo(keys);
       assertThat(effects.doubled()).isZero();

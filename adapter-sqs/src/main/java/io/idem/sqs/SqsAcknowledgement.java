@@ -1,0 +1,56 @@
+package io.idem.sqs;
+
+import io.idem.DeadLetterReason;
+import io.idem.spi.Acknowledgement;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Settles one SQS delivery, always with the receipt handle of that delivery:
+ *
+ * <ul>
+ *   <li>{@link #ack()} — {@code DeleteMessage}, or queued for a {@code DeleteMessageBatch} when
+ *       the consumer's {@code deleteBatchWindow} is positive (the heartbeat keeps the message
+ *       hidden until the batch goes out; a failed entry is reported, never counted as deleted,
+ *       and the message comes back to be skipped as a duplicate);
+ *   <li>{@link #retry(Duration)} — {@code ChangeMessageVisibility} to the delay rounded up to
+ *       whole seconds (at most 12 h): SQS delivers it again no sooner than that;
+ *   <li>{@link #deadLetter(DeadLetterReason)} — with a dead-letter queue configured:
+ *       {@code SendMessage} of a copy (original body and attributes plus the reason, trimmed to
+ *       SQS limits), then the delete; otherwise visibility 0 so that the queue's
+ *       {@code RedrivePolicy} moves it once its receive count passes {@code maxReceiveCount}.
+ * </ul>
+ *
+ * <p>Used once, by the thread processing the delivery. A method that throws leaves the message
+ * in the queue: it reappears when its visibility runs out.
+ */
+final class SqsAcknowledgement implements Acknowledgement {
+  private final Delivery delivery;
+  private final VisibilityKeeper keeper;
+  private final DeleteBatcher deletes;
+  private final DeadLetters deadLetters;
+
+  SqsAcknowledgement(Delivery delivery, VisibilityKeeper keeper, DeleteBatcher deletes, DeadLetters deadLetters) {
+    this.delivery = delivery;
+    this.keeper = keeper;
+    this.deletes = deletes;
+    this.deadLetters = deadLetters;
+  }
+
+  @Override
+  public void ack() {
+    deletes.delete(delivery);
+  }
+
+  @Override
+  public void retry(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    keeper.changeVisibility(delivery, delay);
+  }
+
+  @Override
+  public void deadLetter(DeadLetterReason reason) {
+    Objects.requireNonNull(reason, "reason");
+    deadLetters.deadLetter(delivery, reason);
+  }
+}

@@ -1,0 +1,363 @@
+package io.idem.sqs;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+
+/**
+ * Immutable configuration of one {@link SqsIdempotentConsumer}. Build with
+ * {@link #builder(String)}; {@link Builder#build()} validates every setting and names the setting
+ * and its value in the error. Thread-safe.
+ *
+ * <p>SQS limits behind the ranges: {@code WaitTimeSeconds} 0–20 s, {@code MaxNumberOfMessages}
+ * 1–10, visibility timeout up to 12 h, all in whole seconds.
+ */
+public final class SqsConsumerConfig {
+
+  /** Default {@link #waitTime()} (long polling): 20 s, the SQS maximum. */
+  public static final Duration DEFAULT_WAIT_TIME = Duration.ofSeconds(20);
+  /** Default {@link #maxMessages()} per receive: {@value}, the SQS maximum. */
+  public static final int DEFAULT_MAX_MESSAGES = 10;
+  /** Default {@link #visibilityTimeout()}: 30 s (the SQS queue default). */
+  public static final Duration DEFAULT_VISIBILITY_TIMEOUT = Duration.ofSeconds(30);
+  /** Default {@link #visibilityHeartbeat()}: {@value}. */
+  public static final boolean DEFAULT_VISIBILITY_HEARTBEAT = true;
+  /** Default {@link #heartbeatShare()}: {@value} (extend once half the visibility timeout is used). */
+  public static final double DEFAULT_HEARTBEAT_SHARE = 0.5;
+  /** Default {@link #concurrency()}: {@value} worker thread. */
+  public static final int DEFAULT_CONCURRENCY = 1;
+  /** Default {@link #deleteBatchWindow()}: 100 ms. */
+  public static final Duration DEFAULT_DELETE_BATCH_WINDOW = Duration.ofMillis(100);
+  /** Default {@link #shutdownTimeout()}: 30 s. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+  /** Default {@link #pollErrorBackoff()}: 1 s. */
+  public static final Duration DEFAULT_POLL_ERROR_BACKOFF = Duration.ofSeconds(1);
+
+  /** Longest {@code WaitTimeSeconds} SQS accepts: 20 s. */
+  public static final Duration MAX_WAIT_TIME = Duration.ofSeconds(20);
+  /** Most messages one {@code ReceiveMessage} returns: {@value}. */
+  public static final int MAX_MESSAGES = 10;
+  /** Longest visibility timeout SQS accepts: 12 h. */
+  public static final Duration MAX_VISIBILITY_TIMEOUT = Duration.ofHours(12);
+
+  private final String queueUrl;
+  private final String queueName;
+  private final Duration waitTime;
+  private final int maxMessages;
+  private final Duration visibilityTimeout;
+  private final boolean visibilityHeartbeat;
+  private final double heartbeatShare;
+  private final int concurrency;
+  private final Duration deleteBatchWindow;
+  private final @Nullable String deadLetterQueueUrl;
+  private final Duration shutdownTimeout;
+  private final Duration pollErrorBackoff;
+  private final @Nullable URI endpoint;
+  private final @Nullable String region;
+  private final @Nullable AwsCredentialsProvider credentials;
+
+  private SqsConsumerConfig(Builder b, String queueName) {
+    this.queueUrl = b.queueUrl;
+    this.queueName = queueName;
+    this.waitTime = b.waitTime;
+    this.maxMessages = b.maxMessages;
+    this.visibilityTimeout = b.visibilityTimeout;
+    this.visibilityHeartbeat = b.visibilityHeartbeat;
+    this.heartbeatShare = b.heartbeatShare;
+    this.concurrency = b.concurrency;
+    this.deleteBatchWindow = b.deleteBatchWindow;
+    this.deadLetterQueueUrl = b.deadLetterQueueUrl;
+    this.shutdownTimeout = b.shutdownTimeout;
+    this.pollErrorBackoff = b.pollErrorBackoff;
+    this.endpoint = b.endpoint;
+    this.region = b.region;
+    this.credentials = b.credentials;
+  }
+
+  /**
+   * Starts a configuration for the queue at {@code queueUrl} (standard or FIFO; FIFO queues are
+   * recognised at {@code start()} from their {@code FifoQueue} attribute).
+   *
+   * @param queueUrl the queue URL as {@code GetQueueUrl} returns it
+   */
+  public static Builder builder(String queueUrl) {
+    return new Builder(queueUrl);
+  }
+
+  /** The queue URL. */
+  public String queueUrl() {
+    return queueUrl;
+  }
+
+  /** The queue name (last path segment of the URL): what {@code InboundMessage.source()} reports. */
+  public String queueName() {
+    return queueName;
+  }
+
+  /** Long-polling {@code WaitTimeSeconds} of each receive; whole seconds, 0–20 s. */
+  public Duration waitTime() {
+    return waitTime;
+  }
+
+  /** {@code MaxNumberOfMessages} of each receive; 1–10. */
+  public int maxMessages() {
+    return maxMessages;
+  }
+
+  /**
+   * Visibility timeout requested on every receive (whole seconds, 1 s–12 h): how long a received
+   * message stays hidden from other consumers before SQS delivers it again.
+   */
+  public Duration visibilityTimeout() {
+    return visibilityTimeout;
+  }
+
+  /**
+   * Whether held messages (waiting in a received batch, in the handler, or waiting for their
+   * delete) get their visibility extended with {@code ChangeMessageVisibility} before it runs
+   * out.
+   */
+  public boolean visibilityHeartbeat() {
+    return visibilityHeartbeat;
+  }
+
+  /**
+   * Share of the visibility timeout, in (0, 1), after which the heartbeat extends a held message
+   * back to a full {@link #visibilityTimeout()}.
+   */
+  public double heartbeatShare() {
+    return heartbeatShare;
+  }
+
+  /** Worker threads: messages (standard queue) or message groups (FIFO) of a batch in parallel. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  /**
+   * How long an acknowledged message may wait for its delete to be batched with others
+   * ({@code DeleteMessageBatch}, up to 10 entries); zero deletes synchronously inside
+   * {@code ack()} with {@code DeleteMessage}. Shorter than the visibility timeout.
+   */
+  public Duration deleteBatchWindow() {
+    return deleteBatchWindow;
+  }
+
+  /**
+   * Where dead-lettered messages are sent with their reason attributes, or {@code null} to rely on
+   * the queue's {@code RedrivePolicy} (then the reason is only logged: SQS moves messages
+   * unchanged).
+   */
+  public @Nullable String deadLetterQueueUrl() {
+    return deadLetterQueueUrl;
+  }
+
+  /** Upper bound on a graceful {@code close()}. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  /** Pause after a failed {@code ReceiveMessage} before the next one. */
+  public Duration pollErrorBackoff() {
+    return pollErrorBackoff;
+  }
+
+  /**
+   * Endpoint of the client the consumer builds for itself (ElasticMQ, LocalStack, a VPC
+   * endpoint), or {@code null} for the SDK's regional endpoint. Ignored when a client is given.
+   */
+  public @Nullable URI endpoint() {
+    return endpoint;
+  }
+
+  /** Region of the client the consumer builds, or {@code null} for the SDK's region chain. */
+  public @Nullable String region() {
+    return region;
+  }
+
+  /**
+   * Credentials of the client the consumer builds, or {@code null} for the SDK's default
+   * provider chain.
+   */
+  public @Nullable AwsCredentialsProvider credentials() {
+    return credentials;
+  }
+
+  @Override
+  public String toString() {
+    return "SqsConsumerConfig[queue=" + queueUrl + ", waitTime=" + waitTime
+        + ", maxMessages=" + maxMessages + ", visibilityTimeout=" + visibilityTimeout
+        + ", visibilityHeartbeat=" + visibilityHeartbeat + ", heartbeatShare=" + heartbeatShare
+        + ", concurrency=" + concurrency + ", deleteBatchWindow=" + deleteBatchWindow
+        + ", deadLetterQueue=" + (deadLetterQueueUrl == null ? "(queue RedrivePolicy)" : deadLetterQueueUrl)
+        + ", shutdownTimeout=" + shutdownTimeout + ", pollErrorBackoff=" + pollErrorBackoff
+        + (endpoint == null ? "" : ", endpoint=" + endpoint)
+        + (region == null ? "" : ", region=" + region) + "]";
+  }
+
+  /** Builder of {@link SqsConsumerConfig}; not thread-safe. */
+  public static final class Builder {
+    private final String queueUrl;
+    private Duration waitTime = DEFAULT_WAIT_TIME;
+    private int maxMessages = DEFAULT_MAX_MESSAGES;
+    private Duration visibilityTimeout = DEFAULT_VISIBILITY_TIMEOUT;
+    private boolean visibilityHeartbeat = DEFAULT_VISIBILITY_HEARTBEAT;
+    private double heartbeatShare = DEFAULT_HEARTBEAT_SHARE;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private Duration deleteBatchWindow = DEFAULT_DELETE_BATCH_WINDOW;
+    private @Nullable String deadLetterQueueUrl;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration pollErrorBackoff = DEFAULT_POLL_ERROR_BACKOFF;
+    private @Nullable URI endpoint;
+    private @Nullable String region;
+    private @Nullable AwsCredentialsProvider credentials;
+
+    private Builder(String queueUrl) {
+      this.queueUrl = Objects.requireNonNull(queueUrl, "queueUrl");
+    }
+
+    /** Default 20 s ({@link #DEFAULT_WAIT_TIME}); whole seconds, 0–20 s. */
+    public Builder waitTime(Duration value) {
+      this.waitTime = Objects.requireNonNull(value, "waitTime");
+      return this;
+    }
+
+    /** Default {@value SqsConsumerConfig#DEFAULT_MAX_MESSAGES}; 1–10. */
+    public Builder maxMessages(int value) {
+      this.maxMessages = value;
+      return this;
+    }
+
+    /** Default 30 s ({@link #DEFAULT_VISIBILITY_TIMEOUT}); whole seconds, 1 s–12 h. */
+    public Builder visibilityTimeout(Duration value) {
+      this.visibilityTimeout = Objects.requireNonNull(value, "visibilityTimeout");
+      return this;
+    }
+
+    /** Default {@value SqsConsumerConfig#DEFAULT_VISIBILITY_HEARTBEAT}. */
+    public Builder visibilityHeartbeat(boolean value) {
+      this.visibilityHeartbeat = value;
+      return this;
+    }
+
+    /** Default {@value SqsConsumerConfig#DEFAULT_HEARTBEAT_SHARE}; in (0, 1). */
+    public Builder heartbeatShare(double value) {
+      this.heartbeatShare = value;
+      return this;
+    }
+
+    /** Default {@value SqsConsumerConfig#DEFAULT_CONCURRENCY}; at least 1. */
+    public Builder concurrency(int value) {
+      this.concurrency = value;
+      return this;
+    }
+
+    /** Default 100 ms ({@link #DEFAULT_DELETE_BATCH_WINDOW}); zero = synchronous deletes. */
+    public Builder deleteBatchWindow(Duration value) {
+      this.deleteBatchWindow = Objects.requireNonNull(value, "deleteBatchWindow");
+      return this;
+    }
+
+    /**
+     * Default none: rely on the queue's {@code RedrivePolicy}. A FIFO queue needs a FIFO
+     * dead-letter queue, a standard queue a standard one.
+     */
+    public Builder deadLetterQueueUrl(@Nullable String value) {
+      this.deadLetterQueueUrl = value;
+      return this;
+    }
+
+    /** Default 30 s ({@link #DEFAULT_SHUTDOWN_TIMEOUT}); positive. */
+    public Builder shutdownTimeout(Duration value) {
+      this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
+      return this;
+    }
+
+    /** Default 1 s ({@link #DEFAULT_POLL_ERROR_BACKOFF}); not negative. */
+    public Builder pollErrorBackoff(Duration value) {
+      this.pollErrorBackoff = Objects.requireNonNull(value, "pollErrorBackoff");
+      return this;
+    }
+
+    /** Default none (the SDK's regional endpoint); used only when the consumer builds its client. */
+    public Builder endpoint(@Nullable URI value) {
+      this.endpoint = value;
+      return this;
+    }
+
+    /** Default none (the SDK's region chain); used only when the consumer builds its client. */
+    public Builder region(@Nullable String value) {
+      this.region = value;
+      return this;
+    }
+
+    /** Default none (the SDK's credentials chain); used only when the consumer builds its client. */
+    public Builder credentials(@Nullable AwsCredentialsProvider value) {
+      this.credentials = value;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the setting and its value when one is out of range
+     */
+    public SqsConsumerConfig build() {
+      String name = queueName(queueUrl);
+      wholeSeconds("waitTime", waitTime, Duration.ZERO, MAX_WAIT_TIME);
+      if (maxMessages < 1 || maxMessages > MAX_MESSAGES) {
+        throw new IllegalArgumentException("maxMessages must be between 1 and 10, but was " + maxMessages);
+      }
+      wholeSeconds("visibilityTimeout", visibilityTimeout, Duration.ofSeconds(1), MAX_VISIBILITY_TIMEOUT);
+      if (!(heartbeatShare > 0.0 && heartbeatShare < 1.0)) {
+        throw new IllegalArgumentException("heartbeatShare must be in (0, 1), but was " + heartbeatShare);
+      }
+      if (concurrency < 1) {
+        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
+      }
+      if (deleteBatchWindow.isNegative() || deleteBatchWindow.compareTo(visibilityTimeout) >= 0) {
+        throw new IllegalArgumentException("deleteBatchWindow must be >= 0 and shorter than visibilityTimeout ("
+            + visibilityTimeout + "), but was " + deleteBatchWindow);
+      }
+      if (deadLetterQueueUrl != null) {
+        queueName(deadLetterQueueUrl);
+        if (deadLetterQueueUrl.equals(queueUrl)) {
+          throw new IllegalArgumentException(
+              "deadLetterQueueUrl must differ from queueUrl, but was " + deadLetterQueueUrl);
+        }
+      }
+      if (shutdownTimeout.isNegative() || shutdownTimeout.isZero()) {
+        throw new IllegalArgumentException("shutdownTimeout must be positive, but was " + shutdownTimeout);
+      }
+      if (pollErrorBackoff.isNegative()) {
+        throw new IllegalArgumentException("pollErrorBackoff must not be negative, but was " + pollErrorBackoff);
+      }
+      if (region != null && region.isBlank()) {
+        throw new IllegalArgumentException("region must not be blank, but was '" + region + "'");
+      }
+      return new SqsConsumerConfig(this, name);
+    }
+
+    private static void wholeSeconds(String setting, Duration value, Duration min, Duration max) {
+      if (value.getNano() != 0 || value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+        throw new IllegalArgumentException(setting + " must be whole seconds between " + min.getSeconds()
+            + " s and " + max.getSeconds() + " s, but was " + value);
+      }
+    }
+
+    private static String queueName(String url) {
+      URI uri;
+      try {
+        uri = URI.create(url.trim());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("queue URL must be a URL, but was '" + url + "'", e);
+      }
+      String path = uri.getPath();
+      if (uri.getScheme() == null || path == null || path.isEmpty() || path.endsWith("/")) {
+        throw new IllegalArgumentException(
+            "queue URL must look like https://sqs.<region>.amazonaws.com/<account>/<queue>, but was '" + url + "'");
+      }
+      return path.substring(path.lastIndexOf('/') + 1);
+    }
+  }
+}

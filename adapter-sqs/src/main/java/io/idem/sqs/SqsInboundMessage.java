@@ -1,0 +1,273 @@
+package io.idem.sqs;
+
+import io.idem.InboundMessage;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.core.SdkBytes;
+import software.amazon.awssdk.services.sqs.model.Message;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
+
+/**
+ * One SQS delivery as an {@link InboundMessage}: {@link #unwrap(Class) unwrap(Message.class)}
+ * returns the SDK's {@link Message} (with the receipt handle of this delivery). Immutable and
+ * thread-safe.
+ *
+ * <ul>
+ *   <li>{@link #headers()} — the message attributes: {@code String} and {@code Number} types (and
+ *       their custom {@code String.x}/{@code Number.x} labels) by their text value;
+ *       {@code Binary} ones decoded as strict UTF-8, or listed in {@link #undecodableHeaders()}.
+ *       An attribute of type {@value #EMPTY_STRING_TYPE} is the empty string (SQS refuses empty
+ *       attribute values).
+ *   <li>{@link #payload()} — the body as UTF-8 bytes, or the Base64-decoded body when the
+ *       attribute {@value #BODY_ENCODING_ATTRIBUTE} is {@value #BASE64} (SQS bodies are text
+ *       limited to XML characters, so binary payloads travel as Base64).
+ *   <li>{@link #brokerMessageId()} — the {@code MessageId}.
+ *   <li>{@link #deliveryAttempt()} — the system attribute {@code ApproximateReceiveCount}
+ *       ("approximate" on AWS: a receive whose response was lost still counts).
+ * </ul>
+ *
+ * <p>Producers write messages this adapter reads back unchanged with
+ * {@link #messageBody(byte[])} and {@link #messageAttributes(Map, byte[])}.
+ */
+public final class SqsInboundMessage implements InboundMessage {
+  private static final Logger LOG = LoggerFactory.getLogger(SqsInboundMessage.class);
+
+  /** Attribute telling how the body encodes the payload: {@value}. */
+  public static final String BODY_ENCODING_ATTRIBUTE = "idem-body-encoding";
+  /** Value of {@link #BODY_ENCODING_ATTRIBUTE} for a Base64 body: {@value}. */
+  public static final String BASE64 = "base64";
+  /**
+   * Attribute data type standing for an empty string value (its {@code StringValue} is ignored):
+   * {@value}. SQS rejects empty attribute values.
+   */
+  public static final String EMPTY_STRING_TYPE = "String.idem-empty";
+
+  private final String source;
+  private final Message message;
+  private final Map<String, String> headers;
+  private final Set<String> undecodable;
+  private final byte[] payload;
+  private final int deliveryAttempt;
+  private final Instant receivedAt;
+
+  private SqsInboundMessage(
+      String source, Message message, Map<String, String> headers, Set<String> undecodable,
+      byte[] payload, int deliveryAttempt, Instant receivedAt) {
+    this.source = source;
+    this.message = message;
+    this.headers = headers;
+    this.undecodable = undecodable;
+    this.payload = payload;
+    this.deliveryAttempt = deliveryAttempt;
+    this.receivedAt = receivedAt;
+  }
+
+  /**
+   * Wraps a received message.
+   *
+   * @param source the queue name
+   * @param message as {@code ReceiveMessage} returned it, with message attributes and system
+   *     attributes requested
+   * @param receivedAt when the adapter received it
+   */
+  public static SqsInboundMessage of(String source, Message message, Instant receivedAt) {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(message, "message");
+    Objects.requireNonNull(receivedAt, "receivedAt");
+    Map<String, String> headers = new LinkedHashMap<>();
+    Set<String> undecodable = new LinkedHashSet<>();
+    new TreeMap<>(message.messageAttributes()).forEach((name, value) -> {
+      String text = text(value);
+      if (text == null) {
+        undecodable.add(name);
+      } else {
+        headers.put(name, text);
+      }
+    });
+    return new SqsInboundMessage(
+        source, message, Map.copyOf(headers), Set.copyOf(undecodable),
+        payload(message, headers), attempt(message), receivedAt);
+  }
+
+  private static @Nullable String text(MessageAttributeValue value) {
+    String type = value.dataType() == null ? "" : value.dataType();
+    if (type.equals(EMPTY_STRING_TYPE)) {
+      return "";
+    }
+    if (type.startsWith("Binary")) {
+      SdkBytes bytes = value.binaryValue();
+      return bytes == null ? null : strictUtf8(bytes.asByteArray());
+    }
+    return value.stringValue();
+  }
+
+  private static @Nullable String strictUtf8(byte[] bytes) {
+    try {
+      CharBuffer chars = StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes));
+      return chars.toString();
+    } catch (CharacterCodingException e) {
+      return null;
+    }
+  }
+
+  private static byte[] payload(Message message, Map<String, String> headers) {
+    String body = message.body() == null ? "" : message.body();
+    if (BASE64.equals(headers.get(BODY_ENCODING_ATTRIBUTE))) {
+      try {
+        return Base64.getDecoder().decode(body);
+      } catch (IllegalArgumentException e) {
+        LOG.warn("message {} says {}={} but its body is not Base64; delivering the body text as is",
+            message.messageId(), BODY_ENCODING_ATTRIBUTE, BASE64);
+      }
+    }
+    return body.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static int attempt(Message message) {
+    String count = message.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT);
+    if (count == null) {
+      return 1;
+    }
+    try {
+      return Math.max(1, Integer.parseInt(count.trim()));
+    } catch (NumberFormatException e) {
+      return 1;
+    }
+  }
+
+  @Override
+  public String source() {
+    return source;
+  }
+
+  @Override
+  public Map<String, String> headers() {
+    return headers;
+  }
+
+  @Override
+  public Set<String> undecodableHeaders() {
+    return undecodable;
+  }
+
+  @Override
+  public byte[] payload() {
+    return payload;
+  }
+
+  /** The SQS {@code MessageId}. */
+  @Override
+  public String brokerMessageId() {
+    return message.messageId();
+  }
+
+  @Override
+  public int deliveryAttempt() {
+    return deliveryAttempt;
+  }
+
+  @Override
+  public Instant receivedAt() {
+    return receivedAt;
+  }
+
+  /** The FIFO {@code MessageGroupId}, or {@code null} on a standard queue. */
+  public @Nullable String messageGroupId() {
+    return message.attributes().get(MessageSystemAttributeName.MESSAGE_GROUP_ID);
+  }
+
+  /** The receipt handle of this delivery (the only one that may delete it). */
+  public String receiptHandle() {
+    return message.receiptHandle();
+  }
+
+  @Override
+  public <T> Optional<T> unwrap(Class<T> type) {
+    return type.isInstance(message) ? Optional.of(type.cast(message)) : Optional.empty();
+  }
+
+  @Override
+  public String toString() {
+    return "SqsInboundMessage[queue=" + source + ", messageId=" + message.messageId()
+        + ", attempt=" + deliveryAttempt + ", headers=" + headers.keySet()
+        + ", payload=" + payload.length + " bytes]";
+  }
+
+  // ---- producer side ------------------------------------------------------------------------
+
+  /**
+   * The body under which this adapter reads {@code payload} back: the text itself when it is
+   * valid UTF-8 made of characters SQS accepts, otherwise its Base64 form (pair it with
+   * {@link #messageAttributes(Map, byte[])}, which then adds {@value #BODY_ENCODING_ATTRIBUTE}).
+   *
+   * @throws IllegalArgumentException when {@code payload} is empty (SQS refuses empty bodies)
+   */
+  public static String messageBody(byte[] payload) {
+    String text = sqsText(payload);
+    return text != null ? text : Base64.getEncoder().encodeToString(payload);
+  }
+
+  /**
+   * Message attributes carrying {@code headers} as {@code String} attributes (empty values as
+   * {@value #EMPTY_STRING_TYPE}), plus {@value #BODY_ENCODING_ATTRIBUTE} when {@code payload}
+   * travels as Base64. SQS allows at most 10 attributes per message and restricts their names
+   * (letters, digits, {@code -_.}); it is the producer's call to stay within that.
+   *
+   * @throws IllegalArgumentException when {@code payload} is empty
+   */
+  public static Map<String, MessageAttributeValue> messageAttributes(Map<String, String> headers, byte[] payload) {
+    Map<String, MessageAttributeValue> attributes = new LinkedHashMap<>();
+    headers.forEach((name, value) -> attributes.put(name, stringAttribute(value)));
+    if (sqsText(payload) == null) {
+      attributes.put(BODY_ENCODING_ATTRIBUTE, stringAttribute(BASE64));
+    }
+    return attributes;
+  }
+
+  static MessageAttributeValue stringAttribute(String value) {
+    return value.isEmpty()
+        ? MessageAttributeValue.builder().dataType(EMPTY_STRING_TYPE).stringValue("(empty)").build()
+        : MessageAttributeValue.builder().dataType("String").stringValue(value).build();
+  }
+
+  /** The payload as SQS body text, or null when it must be Base64-encoded. */
+  private static @Nullable String sqsText(byte[] payload) {
+    Objects.requireNonNull(payload, "payload");
+    if (payload.length == 0) {
+      throw new IllegalArgumentException("payload must not be empty (SQS refuses empty message bodies)");
+    }
+    String text = strictUtf8(payload);
+    if (text == null) {
+      return null;
+    }
+    for (int i = 0; i < text.length(); ) {
+      int c = text.codePointAt(i);
+      boolean allowed = c == 0x9 || c == 0xA || c == 0xD
+          || (c >= 0x20 && c <= 0xD7FF) || (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF);
+      if (!allowed) {
+        return null;
+      }
+      i += Character.charCount(c);
+    }
+    return text;
+  }
+}

@@ -1,0 +1,70 @@
+package io.idem.sqs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.idem.DeadLetterCause;
+import io.idem.DeadLetterReason;
+import io.idem.IdempotencyException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+
+class DeadLetterAttributesTest {
+  private static final DeadLetterReason REASON = new DeadLetterReason(
+      DeadLetterCause.MAX_ATTEMPTS_EXCEEDED, "handler failed", "billing", "order-1", 5, "java.lang.IllegalStateException");
+
+  @Test
+  void keepsEverythingWhenItFits() {
+    Map<String, MessageAttributeValue> original = Map.of("idempotency-key", text("order-1"), "x-trace", text("t"));
+    Map<String, MessageAttributeValue> copy = DeadLetterAttributes.of(original, REASON, "{}");
+    assertThat(copy).hasSize(8).containsKeys("idempotency-key", "x-trace", DeadLetterReason.HEADER_CAUSE)
+        .doesNotContainKey(DeadLetterAttributes.DROPPED_ATTRIBUTE);
+    assertThat(copy.get(DeadLetterReason.HEADER_ATTEMPT).stringValue()).isEqualTo("5");
+  }
+
+  @Test
+  void dropsTheLeastImportantOriginalsAndNamesThem() {
+    Map<String, MessageAttributeValue> original = new LinkedHashMap<>();
+    original.put("z-last", text("1"));
+    original.put("a-first", text("1"));
+    original.put("ce_id", text("1"));
+    original.put("idempotency-key", text("order-1"));
+    original.put(SqsInboundMessage.BODY_ENCODING_ATTRIBUTE, text("base64"));
+    original.put("m-middle", text("1"));
+
+    Map<String, MessageAttributeValue> copy = DeadLetterAttributes.of(original, REASON, "{}");
+
+    assertThat(copy).hasSize(DeadLetterAttributes.MAX_ATTRIBUTES);
+    assertThat(copy).containsKeys(SqsInboundMessage.BODY_ENCODING_ATTRIBUTE, "idempotency-key", "ce_id");
+    assertThat(copy.get(DeadLetterAttributes.DROPPED_ATTRIBUTE).stringValue()).isEqualTo("a-first,m-middle,z-last");
+    assertThat(copy.keySet()).containsAll(REASON.toHeaders().keySet());
+  }
+
+  @Test
+  void aHugeBodyShortensTheReasonButKeepsTheCause() {
+    String body = "x".repeat(DeadLetterAttributes.MAX_MESSAGE_BYTES - 300);
+    DeadLetterReason reason = new DeadLetterReason(
+        DeadLetterCause.NON_RETRYABLE, "d".repeat(900), "billing", "order-1", 1, "java.lang.IllegalStateException");
+    Map<String, MessageAttributeValue> copy =
+        DeadLetterAttributes.of(Map.of("idempotency-key", text("order-1")), reason, body);
+
+    assertThat(body.length() + DeadLetterAttributes.size(copy)).isLessThanOrEqualTo(DeadLetterAttributes.MAX_MESSAGE_BYTES);
+    assertThat(copy.get(DeadLetterReason.HEADER_CAUSE).stringValue()).isEqualTo("NON_RETRYABLE");
+    assertThat(copy.get(DeadLetterReason.HEADER_CONSUMER_GROUP).stringValue()).isEqualTo("billing");
+    assertThat(copy.get(DeadLetterReason.HEADER_DETAIL).stringValue()).endsWith("…").hasSizeLessThan(300);
+  }
+
+  @Test
+  void aBodyLeavingNoRoomAtAllIsRefused() {
+    String body = "x".repeat(DeadLetterAttributes.MAX_MESSAGE_BYTES - 10);
+    assertThatThrownBy(() -> DeadLetterAttributes.of(Map.of(), REASON, body))
+        .isInstanceOf(IdempotencyException.class)
+        .hasMessageContaining("leaves no room");
+  }
+
+  private static MessageAttributeValue text(String value) {
+    return MessageAttributeValue.builder().dataType("String").stringValue(value).build();
+  }
+}

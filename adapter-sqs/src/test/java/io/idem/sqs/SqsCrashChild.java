@@ -1,0 +1,47 @@
+package io.idem.sqs;
+
+import io.idem.IdempotentConsumer;
+import io.idem.testkit.CrashInjector;
+import java.net.URI;
+import java.time.Duration;
+import org.apache.ibatis.session.SqlSession;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+
+/**
+ * The victim of {@link SqsCrashIT}: a consumer in its own JVM with a {@link CrashInjector} that
+ * halts it at {@code -Didem.crash.point}. Arguments: queue URL, dead-letter queue URL, consumer
+ * group, delete batch window in ms. Database from {@code -Didem.test.jdbc.*}; SQS from
+ * {@code IDEM_SQS_ENDPOINT}.
+ */
+public final class SqsCrashChild {
+  private SqsCrashChild() {}
+
+  public static void main(String[] args) throws Exception {
+    TestDatabase db = TestDatabase.attach(
+        System.getProperty("idem.test.jdbc.url"),
+        System.getProperty("idem.test.jdbc.user"),
+        System.getProperty("idem.test.jdbc.password", ""),
+        System.getProperty("idem.test.jdbc.schema"));
+    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
+        .consumerGroup(args[2])
+        .handler((message, session) -> TestDatabase.record(session, SqsTestBase.key(message), message.payload()))
+        .listener(CrashInjector.fromSystemProperties())
+        .build();
+    SqsConsumerConfig config = SqsConsumerConfig.builder(args[0])
+        .deadLetterQueueUrl(args[1])
+        .deleteBatchWindow(Duration.ofMillis(Long.parseLong(args[3])))
+        .waitTime(Duration.ofSeconds(1))
+        .visibilityTimeout(SqsCrashIT.VISIBILITY)
+        .endpoint(URI.create(System.getenv("IDEM_SQS_ENDPOINT")))
+        .region("us-east-1")
+        .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem")))
+        .build();
+    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline);
+    consumer.start();
+    System.out.println("CHILD-STARTED");
+    Thread.sleep(Duration.ofMinutes(5).toMillis()); // the crash injector ends this JVM
+    consumer.close();
+    System.exit(3);
+  }
+}
