@@ -5,7 +5,7 @@ import java.util.Map;
 
 /** The brokers the demo knows, by name. */
 final class DemoBrokers {
-  static final List<String> NAMES = List.of("kafka", "rabbitmq");
+  static final List<String> NAMES = List.of("kafka", "rabbitmq", "sqs");
 
   private DemoBrokers() {}
 
@@ -21,6 +21,8 @@ final class DemoBrokers {
         return new KafkaDemoBroker(args);
       case "rabbitmq":
         return new RabbitDemoBroker(args);
+      case "sqs":
+        return new SqsDemoBroker(args);
       default:
         throw new IllegalArgumentException("--broker must be one of " + NAMES + ", but was '" + name + "'");
     }

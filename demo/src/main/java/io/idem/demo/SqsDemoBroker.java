@@ -1,0 +1,154 @@
+package io.idem.demo;
+
+import io.idem.BrokerConsumer;
+import io.idem.IdempotentConsumer;
+import io.idem.fixtures.SqsFixture;
+import io.idem.sqs.SqsConsumerConfig;
+import io.idem.sqs.SqsIdempotentConsumer;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
+import software.amazon.awssdk.services.sqs.model.SendMessageBatchResponse;
+
+/**
+ * The demo on SQS: ElasticMQ in-process (or {@code IDEM_SQS_ENDPOINT}), a standard queue with a
+ * short visibility timeout (the adapter's heartbeat extends it for slow messages) and a DLQ.
+ */
+final class SqsDemoBroker implements DemoBroker {
+  private static final Duration VISIBILITY = Duration.ofSeconds(5);
+  private URI endpoint;
+  private String region = "us-east-1";
+  private SqsClient client;
+
+  SqsDemoBroker(Map<String, String> args) {
+    String e = args.get("sqs-endpoint");
+    this.endpoint = e == null ? null : URI.create(e);
+    if (args.containsKey("sqs-region")) {
+      this.region = args.get("sqs-region");
+    }
+  }
+
+  @Override
+  public String name() {
+    return "sqs";
+  }
+
+  @Override
+  public String start() {
+    SqsFixture sqs = SqsFixture.shared();
+    endpoint = sqs.endpoint();
+    region = sqs.region();
+    return "SQS: " + sqs.origin();
+  }
+
+  private synchronized SqsClient client() {
+    if (client == null) {
+      client = SqsClient.builder()
+          .endpointOverride(endpoint)
+          .region(Region.of(region))
+          .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem")))
+          .build();
+    }
+    return client;
+  }
+
+  private String url(String queue) {
+    return client().getQueueUrl(b -> b.queueName(queue)).queueUrl();
+  }
+
+  @Override
+  public void createDestination(String queue) {
+    client().createQueue(b -> b.queueName(queue + "-dlq"));
+    client().createQueue(b -> b.queueName(queue).attributes(Map.of(
+        QueueAttributeName.VISIBILITY_TIMEOUT, Long.toString(VISIBILITY.toSeconds()))));
+  }
+
+  @Override
+  public void publish(String queue, List<Map.Entry<String, byte[]>> keyedPayloads) {
+    String url = url(queue);
+    List<SendMessageBatchRequestEntry> batch = new ArrayList<>();
+    for (Map.Entry<String, byte[]> e : keyedPayloads) {
+      batch.add(SendMessageBatchRequestEntry.builder()
+          .id(Integer.toString(batch.size()))
+          .messageBody(new String(e.getValue(), StandardCharsets.UTF_8))
+          .messageAttributes(Map.of("idempotency-key",
+              MessageAttributeValue.builder().dataType("String").stringValue(e.getKey()).build()))
+          .build());
+      if (batch.size() == 10) {
+        send(url, batch);
+      }
+    }
+    if (!batch.isEmpty()) {
+      send(url, batch);
+    }
+  }
+
+  private void send(String url, List<SendMessageBatchRequestEntry> batch) {
+    SendMessageBatchResponse response = client().sendMessageBatch(b -> b.queueUrl(url).entries(batch));
+    if (!response.failed().isEmpty()) {
+      throw new IllegalStateException("SQS refused " + response.failed().size() + " messages: " + response.failed());
+    }
+    batch.clear();
+  }
+
+  @Override
+  public List<String> connectionArgs() {
+    return List.of("--sqs-endpoint=" + endpoint, "--sqs-region=" + region);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
+    SqsConsumerConfig config = SqsConsumerConfig.builder(url(queue))
+        .deadLetterQueueUrl(url(queue + "-dlq"))
+        .visibilityTimeout(VISIBILITY)
+        .waitTime(Duration.ofSeconds(1))
+        .concurrency(4)
+        .shutdownTimeout(Duration.ofSeconds(20))
+        .build();
+    return SqsIdempotentConsumer.create(config, pipeline, client());
+  }
+
+  @Override
+  public long pending(String queue, String group) {
+    Map<QueueAttributeName, String> attributes = client().getQueueAttributes(b -> b.queueUrl(url(queue))
+        .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+            QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE)).attributes();
+    return Long.parseLong(attributes.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES))
+        + Long.parseLong(attributes.get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE));
+  }
+
+  @Override
+  public long deadLettered(String queue) {
+    return Long.parseLong(client().getQueueAttributes(b -> b.queueUrl(url(queue + "-dlq"))
+        .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes()
+        .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
+  }
+
+  @Override
+  public void deleteDestination(String queue) {
+    for (String q : List.of(queue, queue + "-dlq")) {
+      try {
+        client().deleteQueue(b -> b.queueUrl(url(q)));
+      } catch (RuntimeException e) {
+        System.err.println("could not delete " + q + ": " + e.getMessage());
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    if (client != null) {
+      client.close();
+    }
+  }
+}
