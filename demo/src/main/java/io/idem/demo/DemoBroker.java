@@ -3,7 +3,6 @@ package io.idem.demo;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import java.util.List;
-import java.util.Map;
 
 /**
  * One broker as the demo drives it. The parent process {@link #start() starts} (or connects to)
@@ -11,7 +10,7 @@ import java.util.Map;
  * rebuilds a {@code DemoBroker} from {@link #connectionArgs()} and asks it for an adapter
  * consumer.
  */
-interface DemoBroker extends AutoCloseable {
+public interface DemoBroker extends AutoCloseable {
 
   /** {@code kafka}, {@code rabbitmq}, {@code sqs} or {@code jms}. */
   String name();
@@ -22,8 +21,16 @@ interface DemoBroker extends AutoCloseable {
   /** Creates the destination (and its dead-letter destination) for a run. */
   void createDestination(String destination);
 
-  /** Publishes messages in order, each with header {@code idempotency-key}; blocks until acknowledged by the broker. */
-  void publish(String destination, List<Map.Entry<String, byte[]>> keyedPayloads);
+  /** Publishes messages in order; blocks until the broker acknowledged every one. */
+  void publish(String destination, List<Outbound> messages);
+
+  /**
+   * Whether header values that are not valid UTF-8 can be published (Kafka headers, AMQP byte
+   * arrays, SQS binary attributes: yes; JMS string properties: no).
+   */
+  default boolean supportsBinaryHeaders() {
+    return true;
+  }
 
   /** Arguments that let the consumer process reach this broker ({@code --name=value} form). */
   List<String> connectionArgs();

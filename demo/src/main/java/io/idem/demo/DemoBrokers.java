@@ -4,18 +4,19 @@ import java.util.List;
 import java.util.Map;
 
 /** The brokers the demo knows, by name. */
-final class DemoBrokers {
-  static final List<String> NAMES = List.of("kafka", "rabbitmq", "sqs");
+public final class DemoBrokers {
+  /** Every broker name {@link #create(String)} accepts. */
+  public static final List<String> NAMES = List.of("kafka", "rabbitmq", "sqs");
 
   private DemoBrokers() {}
 
   /** A broker for the parent process, not started yet. */
-  static DemoBroker create(String name) {
+  public static DemoBroker create(String name) {
     return forConsumer(name, Map.of());
   }
 
   /** A broker for the consumer process, connected through {@link DemoBroker#connectionArgs()}. */
-  static DemoBroker forConsumer(String name, Map<String, String> args) {
+  public static DemoBroker forConsumer(String name, Map<String, String> args) {
     switch (name) {
       case "kafka":
         return new KafkaDemoBroker(args);

@@ -80,8 +80,8 @@ public final class DemoMain implements Callable<Integer> {
     for (String name : names) {
       try (DemoBroker b = DemoBrokers.create(name)) {
         System.out.println("[" + name + "] " + b.start());
-        Ledger ledger = new LedgerRun(b, events, duplicateRate, crashes, baseSeed, timeout, keepSchema,
-            System.out::println).run();
+        Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
+            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).build().run();
         System.out.println(ledger.describe());
         ledgers.add(ledger);
       }

@@ -5,7 +5,6 @@ import io.idem.IdempotentConsumer;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.kafka.KafkaIdempotentConsumer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -58,7 +57,7 @@ final class KafkaDemoBroker implements DemoBroker {
   }
 
   @Override
-  public void publish(String topic, List<Map.Entry<String, byte[]>> keyedPayloads) {
+  public void publish(String topic, List<Outbound> messages) {
     if (producer == null) {
       Properties props = new Properties();
       props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -69,10 +68,11 @@ final class KafkaDemoBroker implements DemoBroker {
       producer = new KafkaProducer<>(props);
     }
     List<Future<RecordMetadata>> sent = new ArrayList<>();
-    for (Map.Entry<String, byte[]> e : keyedPayloads) {
-      byte[] key = e.getKey().getBytes(StandardCharsets.UTF_8);
-      ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, key, e.getValue());
-      record.headers().add("idempotency-key", key);
+    for (Outbound m : messages) {
+      // the Kafka key (partitioning) follows the business key, so copies of an event share a partition
+      byte[] key = m.headers().get(Outbound.KEY_HEADER);
+      ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, key, m.payload());
+      m.headers().forEach((name, value) -> record.headers().add(name, value));
       sent.add(producer.send(record));
     }
     try {

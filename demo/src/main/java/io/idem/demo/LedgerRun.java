@@ -2,46 +2,63 @@ package io.idem.demo;
 
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Random;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
- * One ledger check on one broker: publish the events, consume them in a child process that is
- * killed with SIGKILL at random moments and restarted, then compare the business table with what
- * was published.
+ * One ledger check on one broker: publish the events, consume them in a child process that
+ * crashes and is restarted, then compare the business table with what was published.
+ *
+ * <p>Crashes are either SIGKILLs from this process at random moments ({@code crashPoint} null,
+ * the demo's default) or halts the child injects itself at a {@link CrashPoint}
+ * ({@link CrashInjector}) after a random number of messages. Optional poison messages (no key)
+ * must all end up dead-lettered, and nothing else.
  */
-final class LedgerRun {
+public final class LedgerRun {
   private static final Duration POLL = Duration.ofMillis(50);
 
   private final DemoBroker broker;
   private final int events;
   private final double duplicateRate;
   private final int crashes;
+  private final @Nullable CrashPoint crashPoint;
+  private final int poisonMessages;
   private final long seed;
   private final Duration timeout;
   private final boolean keepSchema;
   private final Consumer<String> out;
 
-  LedgerRun(DemoBroker broker, int events, double duplicateRate, int crashes, long seed,
-      Duration timeout, boolean keepSchema, Consumer<String> out) {
-    this.broker = broker;
-    this.events = events;
-    this.duplicateRate = duplicateRate;
-    this.crashes = crashes;
-    this.seed = seed;
-    this.timeout = timeout;
-    this.keepSchema = keepSchema;
-    this.out = out;
+  private LedgerRun(Builder b) {
+    this.broker = b.broker;
+    this.events = b.events;
+    this.duplicateRate = b.duplicateRate;
+    this.crashes = b.crashes;
+    this.crashPoint = b.crashPoint;
+    this.poisonMessages = b.poisonMessages;
+    this.seed = b.seed;
+    this.timeout = b.timeout;
+    this.keepSchema = b.keepSchema;
+    this.out = b.out;
   }
 
-  Ledger run() throws InterruptedException {
+  /** A run on {@code broker}, which must be started. */
+  public static Builder builder(DemoBroker broker) {
+    return new Builder(broker);
+  }
+
+  /** Publishes, consumes through the crashes, and returns the ledger. */
+  public Ledger run() throws InterruptedException {
     String runId = Long.toString(seed & 0xffffff, 36) + Long.toString(System.nanoTime() & 0xfffff, 36);
     String destination = "idem-demo-" + broker.name() + "-" + runId;
     String group = "idem-demo-" + runId;
@@ -54,9 +71,11 @@ final class LedgerRun {
       OrderEvents stream = OrderEvents.generate(events, duplicateRate, seed, runId);
       db.recordPublished(stream.orderIds());
       long publishStart = System.nanoTime();
-      publish(destination, stream, tag);
-      out.accept(String.format(Locale.ROOT, "%spublished %d events (%d orders + %d producer retries) to %s in %.1f s",
-          tag, stream.events().size(), stream.orderIds().size(), stream.retries(), destination,
+      publish(destination, stream, random, tag);
+      out.accept(String.format(Locale.ROOT,
+          "%spublished %d events (%d orders + %d producer retries%s) to %s in %.1f s",
+          tag, stream.events().size(), stream.orderIds().size(), stream.retries(),
+          poisonMessages > 0 ? " + " + poisonMessages + " without a key" : "", destination,
           (System.nanoTime() - publishStart) / 1e9));
 
       long unique = stream.orderIds().size();
@@ -70,26 +89,39 @@ final class LedgerRun {
       long start = System.nanoTime();
       long deadline = start + timeout.toNanos();
       int crashed = 0;
-      ChildJvm child = startConsumer(destination, group, db.schema, children.size() + 1);
+      int unexpectedExits = 0;
+      ChildJvm child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
       children.add(child);
       long lastReport = 0;
       while (true) {
         Thread.sleep(POLL.toMillis());
         long applied = db.ordersApplied();
         long now = System.nanoTime();
-        if (crashed < crashes && applied >= crashAt[crashed] && child.printed("READY")) {
+        if (crashPoint == null && crashed < crashes && applied >= crashAt[crashed] && child.printed("READY")) {
           child.kill();
           crashed++;
-          out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer killed (SIGKILL) at %d/%d orders applied; restarting",
+          out.accept(String.format(Locale.ROOT,
+              "%scrash %d/%d: consumer killed (SIGKILL) at %d/%d orders applied; restarting",
               tag, crashed, crashes, applied, unique));
-          child = startConsumer(destination, group, db.schema, children.size() + 1);
+          child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
         if (!child.isAlive()) {
-          out.accept(tag + "consumer exited unexpectedly (status " + child.waitFor(Duration.ofSeconds(1))
-              + "); last output: " + tail(child));
-          child = startConsumer(destination, group, db.schema, children.size() + 1);
+          int status = child.waitFor(Duration.ofSeconds(5));
+          if (status == CrashInjector.EXIT_STATUS && child.printed("IDEM-CRASH")) {
+            crashed++;
+            out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself %s at %d/%d orders applied; restarting",
+                tag, crashed, crashes, crashLine(child), applied, unique));
+          } else {
+            unexpectedExits++;
+            out.accept(tag + "consumer exited unexpectedly (status " + status + "); last output: " + tail(child));
+            if (unexpectedExits > 5) {
+              out.accept(tag + "giving up after " + unexpectedExits + " unexpected exits");
+              break;
+            }
+          }
+          child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
@@ -98,16 +130,15 @@ final class LedgerRun {
           out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes, %.1f s",
               tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes, (now - start) / 1e9));
         }
-        boolean allApplied = applied + broker.deadLettered(destination) >= unique;
-        if (allApplied && crashed == crashes && broker.pending(destination, group) == 0) {
+        boolean allApplied = applied >= unique && broker.deadLettered(destination) >= poisonMessages;
+        if (allApplied && crashed >= crashes && broker.pending(destination, group) == 0) {
           break;
         }
-        if (allApplied && crashed < crashes) {
-          // finished faster than the planned crash points: crash now, while it idles on the queue
-          crashAt[crashed] = applied;
+        if (allApplied && crashed < crashes && crashPoint == null) {
+          crashAt[crashed] = applied; // finished before the planned point: crash it while it idles
         }
         if (now > deadline) {
-          out.accept(tag + "timed out after " + timeout + "; stopping the consumer");
+          out.accept(tag + "timed out after " + timeout + " with " + crashed + "/" + crashes + " crashes");
           break;
         }
       }
@@ -123,9 +154,9 @@ final class LedgerRun {
           }
         }
       }
-      Ledger ledger = new Ledger(broker.name(), stream.events().size(), unique, deliveries, duplicates,
-          db.effects(), db.doubled(), db.missing() + db.unexpected(), broker.deadLettered(destination),
-          crashed, seconds);
+      Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique, deliveries,
+          duplicates, db.effects(), db.doubled(), db.missing() + db.unexpected(),
+          broker.deadLettered(destination), poisonMessages, crashed, crashes, crashPoint, seconds);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         broker.deleteDestination(destination);
@@ -134,33 +165,39 @@ final class LedgerRun {
     }
   }
 
-  private void publish(String destination, OrderEvents stream, String tag) {
-    List<Map.Entry<String, byte[]>> batch = new ArrayList<>();
-    int sent = 0;
+  private void publish(String destination, OrderEvents stream, Random random, String tag) {
+    List<Outbound> all = new ArrayList<>();
     for (OrderEvents.Event e : stream.events()) {
-      batch.add(new AbstractMap.SimpleImmutableEntry<>(e.orderId(), e.payload()));
-      if (batch.size() == 1000) {
-        broker.publish(destination, batch);
-        sent += batch.size();
-        batch.clear();
-        if (sent % 5000 == 0) {
-          out.accept(String.format(Locale.ROOT, "%spublished %,d/%,d", tag, sent, stream.events().size()));
-        }
-      }
+      all.add(Outbound.keyed(e.orderId(), e.payload()));
     }
-    if (!batch.isEmpty()) {
+    for (int i = 0; i < poisonMessages; i++) {
+      byte[] payload = ("{\"type\":\"OrderPaid\",\"note\":\"no idempotency key\",\"n\":" + i + "}")
+          .getBytes(StandardCharsets.UTF_8);
+      all.add(random.nextInt(all.size() + 1), new Outbound(Map.of("x-poison", new byte[] {'1'}), payload));
+    }
+    int sent = 0;
+    for (int from = 0; from < all.size(); from += 1000) {
+      List<Outbound> batch = all.subList(from, Math.min(all.size(), from + 1000));
       broker.publish(destination, batch);
+      sent += batch.size();
+      if (sent % 5000 == 0) {
+        out.accept(String.format(Locale.ROOT, "%spublished %,d/%,d", tag, sent, all.size()));
+      }
     }
   }
 
-  private ChildJvm startConsumer(String destination, String group, String schema, int generation) {
+  private ChildJvm startConsumer(
+      String destination, String group, String schema, int generation, int crashed, Random random) {
     List<String> args = new ArrayList<>(List.of(
         "--broker=" + broker.name(), "--destination=" + destination, "--group=" + group, "--schema=" + schema));
     args.addAll(broker.connectionArgs());
+    List<String> jvmArgs = new ArrayList<>(List.of("-Xmx256m", "-Didem.testcontainers=false"));
+    if (crashPoint != null && crashed < crashes) {
+      jvmArgs.add("-Didem.crash.point=" + crashPoint.name());
+      jvmArgs.add("-Didem.crash.after=" + (20 + random.nextInt(Math.max(1, events / Math.max(1, crashes + 1)))));
+    }
     PostgresFixture pg = PostgresFixture.shared();
-    return ChildJvm.start("consumer-" + generation, ConsumerProcess.class,
-        List.of("-Xmx256m", "-Didem.testcontainers=false"),
-        args,
+    return ChildJvm.start("consumer-" + generation, ConsumerProcess.class, jvmArgs, args,
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
             "IDEM_POSTGRES_PASSWORD", pg.password()),
         line -> {
@@ -170,8 +207,100 @@ final class LedgerRun {
         });
   }
 
+  private static String crashLine(ChildJvm child) {
+    return child.lines().stream().filter(l -> l.startsWith("IDEM-CRASH")).findFirst()
+        .map(l -> l.substring("IDEM-CRASH ".length()).split(" ")[0]).orElse("?");
+  }
+
   private static String tail(ChildJvm child) {
     List<String> lines = child.lines();
     return String.join(" | ", lines.subList(Math.max(0, lines.size() - 10), lines.size()));
+  }
+
+  /** Builder of a {@link LedgerRun}. Not thread-safe. */
+  public static final class Builder {
+    private final DemoBroker broker;
+    private int events = 10_000;
+    private double duplicateRate = 0.2;
+    private int crashes = 3;
+    private @Nullable CrashPoint crashPoint;
+    private int poisonMessages;
+    private long seed = System.nanoTime();
+    private Duration timeout = Duration.ofMinutes(10);
+    private boolean keepSchema;
+    private Consumer<String> out = System.out::println;
+
+    private Builder(DemoBroker broker) {
+      this.broker = Objects.requireNonNull(broker, "broker");
+    }
+
+    /** Messages to publish, retries included; default 10,000. */
+    public Builder events(int value) {
+      this.events = value;
+      return this;
+    }
+
+    /** Share of events that are producer retries; default 0.2. */
+    public Builder duplicateRate(double value) {
+      this.duplicateRate = value;
+      return this;
+    }
+
+    /** How many times the consumer crashes; default 3. */
+    public Builder crashes(int value) {
+      this.crashes = value;
+      return this;
+    }
+
+    /** Where the consumer halts itself; default {@code null}: SIGKILL at random moments. */
+    public Builder crashPoint(@Nullable CrashPoint value) {
+      this.crashPoint = value;
+      return this;
+    }
+
+    /** Extra messages without a key, which must all be dead-lettered; default 0. */
+    public Builder poisonMessages(int value) {
+      this.poisonMessages = value;
+      return this;
+    }
+
+    public Builder seed(long value) {
+      this.seed = value;
+      return this;
+    }
+
+    /** Give up after this long; default 10 minutes. */
+    public Builder timeout(Duration value) {
+      this.timeout = Objects.requireNonNull(value, "timeout");
+      return this;
+    }
+
+    /** Keep the PostgreSQL schema and the destination after a successful run; default false. */
+    public Builder keepSchema(boolean value) {
+      this.keepSchema = value;
+      return this;
+    }
+
+    /** Where progress lines go; default standard output. */
+    public Builder output(Consumer<String> value) {
+      this.out = Objects.requireNonNull(value, "output");
+      return this;
+    }
+
+    public LedgerRun build() {
+      if (events < 1) {
+        throw new IllegalArgumentException("events must be >= 1, but was " + events);
+      }
+      if (!(duplicateRate >= 0 && duplicateRate < 1)) {
+        throw new IllegalArgumentException("duplicateRate must be in [0, 1), but was " + duplicateRate);
+      }
+      if (crashes < 0) {
+        throw new IllegalArgumentException("crashes must be >= 0, but was " + crashes);
+      }
+      if (poisonMessages < 0) {
+        throw new IllegalArgumentException("poisonMessages must be >= 0, but was " + poisonMessages);
+      }
+      return new LedgerRun(this);
+    }
   }
 }

@@ -12,7 +12,9 @@ import io.idem.fixtures.RabbitFixture;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
 import io.idem.rabbitmq.RabbitQueueType;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -78,15 +80,19 @@ final class RabbitDemoBroker implements DemoBroker {
   }
 
   @Override
-  public void publish(String queue, List<Map.Entry<String, byte[]>> keyedPayloads) {
+  public void publish(String queue, List<Outbound> messages) {
     Channel channel = channel();
     try {
-      for (Map.Entry<String, byte[]> e : keyedPayloads) {
+      for (Outbound m : messages) {
+        Map<String, Object> headers = new LinkedHashMap<>();
+        // valid UTF-8 travels as an AMQP long string, anything else as an AMQP byte array
+        m.headers().forEach((name, value) -> headers.put(name, Utf8.isValid(value)
+            ? new String(value, StandardCharsets.UTF_8) : value));
         AMQP.BasicProperties props = MessageProperties.PERSISTENT_BASIC.builder()
-            .headers(Map.of("idempotency-key", e.getKey()))
+            .headers(headers)
             .contentType("application/json")
             .build();
-        channel.basicPublish("", queue, props, e.getValue());
+        channel.basicPublish("", queue, props, m.payload());
       }
       channel.waitForConfirmsOrDie(60_000);
       channel.close();

@@ -5,10 +5,13 @@ import io.idem.IdempotentConsumer;
 import io.idem.fixtures.SqsFixture;
 import io.idem.sqs.SqsConsumerConfig;
 import io.idem.sqs.SqsIdempotentConsumer;
+import io.idem.sqs.SqsInboundMessage;
+import software.amazon.awssdk.core.SdkBytes;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -74,15 +77,28 @@ final class SqsDemoBroker implements DemoBroker {
   }
 
   @Override
-  public void publish(String queue, List<Map.Entry<String, byte[]>> keyedPayloads) {
+  public void publish(String queue, List<Outbound> messages) {
     String url = url(queue);
     List<SendMessageBatchRequestEntry> batch = new ArrayList<>();
-    for (Map.Entry<String, byte[]> e : keyedPayloads) {
+    for (Outbound m : messages) {
+      Map<String, String> text = new LinkedHashMap<>();
+      Map<String, MessageAttributeValue> binary = new LinkedHashMap<>();
+      m.headers().forEach((name, value) -> {
+        if (Utf8.isValid(value)) {
+          text.put(name, new String(value, StandardCharsets.UTF_8));
+        } else {
+          binary.put(name, MessageAttributeValue.builder().dataType("Binary")
+              .binaryValue(SdkBytes.fromByteArray(value)).build());
+        }
+      });
+      // the adapter's own helpers carry binary bodies (Base64) and empty values across SQS
+      Map<String, MessageAttributeValue> attributes =
+          new LinkedHashMap<>(SqsInboundMessage.messageAttributes(text, m.payload()));
+      attributes.putAll(binary);
       batch.add(SendMessageBatchRequestEntry.builder()
           .id(Integer.toString(batch.size()))
-          .messageBody(new String(e.getValue(), StandardCharsets.UTF_8))
-          .messageAttributes(Map.of("idempotency-key",
-              MessageAttributeValue.builder().dataType("String").stringValue(e.getKey()).build()))
+          .messageBody(SqsInboundMessage.messageBody(m.payload()))
+          .messageAttributes(attributes)
           .build());
       if (batch.size() == 10) {
         send(url, batch);
