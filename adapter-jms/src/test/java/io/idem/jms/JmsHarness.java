@@ -42,6 +42,10 @@ final class JmsHarness implements BrokerHarness {
     this(name, AddressPolicy.deadLetterTo(name + ".dlq"), b -> b.concurrency(2));
   }
 
+  JmsHarness(String name, UnaryOperator<JmsConsumerConfig.Builder> customizer) {
+    this(name, AddressPolicy.deadLetterTo(name + ".dlq"), customizer);
+  }
+
   JmsHarness(String name, AddressPolicy policy, UnaryOperator<JmsConsumerConfig.Builder> customizer) {
     this.queue = name;
     this.deadLetterQueue = name + ".dlq";

@@ -1,6 +1,10 @@
 package io.idem.jms;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.idem.IdempotencyListener;
+import io.idem.IdempotentConsumer;
+import io.idem.MessageHandler;
+import io.idem.RetryPolicy;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
@@ -8,6 +12,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.apache.ibatis.mapping.Environment;
@@ -46,6 +51,28 @@ final class JmsTestDatabase {
       store = MyBatisProcessedEventStore.builder(sessions(dataSource())).createTableIfMissing(true).build();
     }
     return store;
+  }
+
+  /** A pipeline on the shared store; a fresh consumer group unless the caller passes one. */
+  static IdempotentConsumer<SqlSession> pipeline(
+      String group, MessageHandler<SqlSession> handler, RetryPolicy retry, IdempotencyListener... listeners) {
+    IdempotentConsumer.Builder<SqlSession> b =
+        IdempotentConsumer.builder(store()).consumerGroup(group).handler(handler).retryPolicy(retry);
+    for (IdempotencyListener l : listeners) {
+      b.listener(l);
+    }
+    return b.build();
+  }
+
+  /** {@code n} attempts, 50 ms fixed backoff, no jitter. */
+  static RetryPolicy attempts(int n) {
+    return RetryPolicy.builder().maxAttempts(n).initialBackoff(Duration.ofMillis(50))
+        .maxBackoff(Duration.ofMillis(50)).multiplier(1.0).jitter(0).build();
+  }
+
+  /** A unique name safe for queues and consumer groups. */
+  static String unique(String prefix) {
+    return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
   }
 
   /**
