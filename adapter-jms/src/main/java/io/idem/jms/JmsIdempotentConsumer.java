@@ -53,6 +53,14 @@ import org.slf4j.LoggerFactory;
  *       JVM every time, an unreadable message): the broker then moves the message to its
  *       dead-letter address without Idem's reason. Set it higher than the pipeline's
  *       {@code maxAttempts}, and set the broker's dead-letter address to the same queue.
+ *   <li>Database outages: the pipeline never dead-letters for a
+ *       {@link io.idem.StoreUnavailableException}, but each retry is a rollback, which the broker
+ *       counts. An outage longer than the broker's redelivery horizon ({@code max-delivery-attempts}
+ *       deliveries spaced by {@code redelivery-delay}) therefore lets the broker move good
+ *       messages to its dead-letter address (not applied, not lost). Size that horizon (delay,
+ *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) for the longest outage
+ *       to ride out, or set {@code max-delivery-attempts} to {@code -1} (unlimited) and rely on the
+ *       pipeline alone.
  *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
  *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
  *       and refuses to start when the provider says it does not exist (with auto-create enabled,
