@@ -44,8 +44,7 @@ class JmsQuickStartIT {
       MessageProducer producer = session.createProducer(session.createQueue("orders"));
 
       // ---- quick start (README) -------------------------------------------------------------
-      MyBatisProcessedEventStore store =
-          MyBatisProcessedEventStore.builder(sqlSessionFactory).createTableIfMissing(true).build();
+      var store = MyBatisProcessedEventStore.builder(sqlSessionFactory).createTableIfMissing(true).build();
       IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
           .consumerGroup("billing")
           .handler((message, tx) -> { // tx: the MyBatis SqlSession of the dedup transaction
