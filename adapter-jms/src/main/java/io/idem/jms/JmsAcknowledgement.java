@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.Enumeration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,11 +31,13 @@ import org.slf4j.LoggerFactory;
  *       <td>persistent send of the copy, then {@code acknowledge()}</td></tr>
  * </table>
  *
- * <p>Retry delay: the JMS API has no per-message redelivery delay, so the {@code delay} the
- * pipeline asks for is not applied here; the broker's redelivery setting spaces the redeliveries
- * (ActiveMQ Artemis: address setting {@code redelivery-delay}, with
- * {@code redelivery-delay-multiplier} and {@code max-redelivery-delay}). Match them to the
- * pipeline's {@link io.idem.RetryPolicy}.
+ * <p>Retry delay: the JMS API has no per-message redelivery delay. By default the {@code delay}
+ * the pipeline asks for is not applied here; the broker's redelivery setting spaces the
+ * redeliveries (ActiveMQ Artemis: address setting {@code redelivery-delay}, with
+ * {@code redelivery-delay-multiplier} and {@code max-redelivery-delay}): match them to the
+ * pipeline's {@link io.idem.RetryPolicy}. With {@link JmsConsumerConfig#holdForRetryBackoff()}
+ * the message is held for {@code delay} before the rollback instead, so it comes back no sooner
+ * than {@code delay} on any provider.
  *
  * <p>The dead-letter copy keeps the body type ({@code BytesMessage} and {@code TextMessage} are
  * rebuilt; other types are re-sent as the received object with its properties rewritten),
@@ -61,14 +64,21 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private final MessageProducer deadLetterProducer;
   private final Message message;
   private final String queue;
+  private final Consumer<Duration> hold;
   private boolean settled;
 
+  /**
+   * @param hold waits before a retry's rollback (the worker's interruptible hold), or does
+   *     nothing when {@link JmsConsumerConfig#holdForRetryBackoff()} is off
+   */
   JmsAcknowledgement(
       Session session,
       JmsSessionMode mode,
       MessageProducer deadLetterProducer,
       Message message,
-      String queue) {
+      String queue,
+      Consumer<Duration> hold) {
+    this.hold = hold;
     this.session = session;
     this.mode = mode;
     this.deadLetterProducer = deadLetterProducer;
@@ -99,14 +109,15 @@ public final class JmsAcknowledgement implements Acknowledgement {
   /**
    * Rolls back (or recovers) the session; the broker redelivers after its own redelivery delay.
    *
-   * @param delay the pipeline's backoff; logged, not applied (see the class description)
+   * @param delay the pipeline's backoff; held before the rollback only with
+   *     {@link JmsConsumerConfig#holdForRetryBackoff()} (see the class description)
    * @throws IdempotencyException when the rollback or recover failed
    */
   @Override
   public void retry(Duration delay) {
     settleOnce();
-    LOG.debug("retry of a message of {} requested with a {} ms backoff; redelivery spacing is the"
-        + " broker's redelivery delay", queue, delay.toMillis());
+    LOG.debug("retry of a message of {} requested with a {} ms backoff", queue, delay.toMillis());
+    hold.accept(delay);
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
         session.rollback();

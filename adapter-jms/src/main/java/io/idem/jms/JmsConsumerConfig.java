@@ -27,6 +27,8 @@ public final class JmsConsumerConfig {
   public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofSeconds(1);
   /** Default {@link #verifyDeadLetterQueue()}: {@value}. */
   public static final boolean DEFAULT_VERIFY_DEAD_LETTER_QUEUE = true;
+  /** Default {@link #holdForRetryBackoff()}: {@value} (the broker's redelivery delay applies). */
+  public static final boolean DEFAULT_HOLD_FOR_RETRY_BACKOFF = false;
 
   private final ConnectionFactory connectionFactory;
   private final String queue;
@@ -37,6 +39,7 @@ public final class JmsConsumerConfig {
   private final Duration shutdownTimeout;
   private final Duration reconnectBackoff;
   private final boolean verifyDeadLetterQueue;
+  private final boolean holdForRetryBackoff;
   private final @Nullable String messageSelector;
 
   private JmsConsumerConfig(Builder b) {
@@ -49,6 +52,7 @@ public final class JmsConsumerConfig {
     this.shutdownTimeout = b.shutdownTimeout;
     this.reconnectBackoff = b.reconnectBackoff;
     this.verifyDeadLetterQueue = b.verifyDeadLetterQueue;
+    this.holdForRetryBackoff = b.holdForRetryBackoff;
     this.messageSelector = b.messageSelector;
   }
 
@@ -117,6 +121,18 @@ public final class JmsConsumerConfig {
     return verifyDeadLetterQueue;
   }
 
+  /**
+   * Whether a failed message is held, with its JMS transaction (or session) still open and its
+   * worker idle, for the pipeline's backoff ({@code RetryPolicy.backoff(attempt)}) before the
+   * rollback or recover. Off by default: the broker's redelivery delay spaces redeliveries. Turn
+   * it on for providers without a redelivery delay (IBM MQ, for one) or to make the pipeline's
+   * backoff apply everywhere; a broker delay, if configured, then adds to it. {@link
+   * JmsIdempotentConsumer#close()} cuts a hold short.
+   */
+  public boolean holdForRetryBackoff() {
+    return holdForRetryBackoff;
+  }
+
   /** A JMS message selector, or {@code null} for every message. */
   public @Nullable String messageSelector() {
     return messageSelector;
@@ -128,7 +144,7 @@ public final class JmsConsumerConfig {
         + ", concurrency=" + concurrency + ", sessionMode=" + sessionMode
         + ", receiveTimeout=" + receiveTimeout + ", shutdownTimeout=" + shutdownTimeout
         + ", reconnectBackoff=" + reconnectBackoff + ", verifyDeadLetterQueue=" + verifyDeadLetterQueue
-        + ", messageSelector=" + messageSelector
+        + ", holdForRetryBackoff=" + holdForRetryBackoff + ", messageSelector=" + messageSelector
         + ", connectionFactory=" + connectionFactory.getClass().getName() + "]";
   }
 
@@ -143,6 +159,7 @@ public final class JmsConsumerConfig {
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
     private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
     private boolean verifyDeadLetterQueue = DEFAULT_VERIFY_DEAD_LETTER_QUEUE;
+    private boolean holdForRetryBackoff = DEFAULT_HOLD_FOR_RETRY_BACKOFF;
     private @Nullable String messageSelector;
 
     private Builder(ConnectionFactory connectionFactory, String queue, String deadLetterQueue) {
@@ -184,6 +201,12 @@ public final class JmsConsumerConfig {
     /** Default {@value JmsConsumerConfig#DEFAULT_VERIFY_DEAD_LETTER_QUEUE}. */
     public Builder verifyDeadLetterQueue(boolean value) {
       this.verifyDeadLetterQueue = value;
+      return this;
+    }
+
+    /** Default {@value JmsConsumerConfig#DEFAULT_HOLD_FOR_RETRY_BACKOFF}. */
+    public Builder holdForRetryBackoff(boolean value) {
+      this.holdForRetryBackoff = value;
       return this;
     }
 

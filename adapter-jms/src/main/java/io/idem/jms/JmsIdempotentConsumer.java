@@ -43,7 +43,9 @@ import org.slf4j.LoggerFactory;
  *   <li>Spacing between deliveries is the broker's: the JMS API has no per-message delay on
  *       rollback. Configure it on the broker (Artemis: {@code redelivery-delay},
  *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) to match the
- *       pipeline's backoff; the pipeline's requested delay is only logged.
+ *       pipeline's backoff. On a provider without a redelivery delay, turn on
+ *       {@link JmsConsumerConfig#holdForRetryBackoff()}: the worker then holds the failed message
+ *       for the pipeline's backoff before rolling back.
  *   <li>When the pipeline gives up (its {@code RetryPolicy.maxAttempts()} reached, a
  *       non-retryable failure, no key, a payload conflict) the adapter sends a copy carrying the
  *       reason to {@link JmsConsumerConfig#deadLetterQueue()} and consumes the original in the
@@ -59,8 +61,9 @@ import org.slf4j.LoggerFactory;
  *       deliveries spaced by {@code redelivery-delay}) therefore lets the broker move good
  *       messages to its dead-letter address (not applied, not lost). Size that horizon (delay,
  *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) for the longest outage
- *       to ride out, or set {@code max-delivery-attempts} to {@code -1} (unlimited) and rely on the
- *       pipeline alone.
+ *       to ride out ({@link JmsConsumerConfig#holdForRetryBackoff()} stretches it by the
+ *       pipeline's backoff), or set {@code max-delivery-attempts} to {@code -1} (unlimited) and
+ *       rely on the pipeline alone.
  *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
  *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
  *       and refuses to start when the provider says it does not exist (with auto-create enabled,

@@ -8,6 +8,7 @@ import jakarta.jms.MessageConsumer;
 import jakarta.jms.MessageProducer;
 import jakarta.jms.Queue;
 import jakarta.jms.Session;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -118,7 +119,8 @@ final class JmsWorker implements Runnable {
       return;
     }
     try {
-      pipeline.process(inbound, new JmsAcknowledgement(s, config.sessionMode(), dlq, message, config.queue()));
+      pipeline.process(inbound, new JmsAcknowledgement(s, config.sessionMode(), dlq, message,
+          config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { }));
     } catch (RuntimeException e) {
       LOG.error("{}: message {} of {} could not be settled; left for redelivery: {}",
           name, inbound.brokerMessageId(), config.queue(), e.toString(), e);
@@ -142,15 +144,19 @@ final class JmsWorker implements Runnable {
   }
 
   private boolean pause() {
+    hold(config.reconnectBackoff());
+    return !stopping && !Thread.currentThread().isInterrupted();
+  }
+
+  /** Sleeps for {@code duration}, cut short by {@link #stop()} or an interrupt. */
+  private void hold(Duration duration) {
     try {
-      long until = System.nanoTime() + config.reconnectBackoff().toNanos();
+      long until = System.nanoTime() + duration.toNanos();
       while (!stopping && System.nanoTime() < until) {
         TimeUnit.MILLISECONDS.sleep(Math.min(50, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
       }
-      return !stopping;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return false;
     }
   }
 

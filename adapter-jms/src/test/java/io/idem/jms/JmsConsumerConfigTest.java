@@ -35,6 +35,7 @@ class JmsConsumerConfigTest {
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.reconnectBackoff()).isEqualTo(Duration.ofSeconds(1));
     assertThat(config.verifyDeadLetterQueue()).isTrue();
+    assertThat(config.holdForRetryBackoff()).isFalse();
     assertThat(config.messageSelector()).isNull();
   }
 
@@ -42,7 +43,7 @@ class JmsConsumerConfigTest {
   void settingsAreCopied() {
     JmsConsumerConfig config = builder().concurrency(4).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
         .receiveTimeout(Duration.ofMillis(250)).shutdownTimeout(Duration.ZERO)
-        .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false)
+        .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false).holdForRetryBackoff(true)
         .messageSelector("region = 'eu'").build();
     assertThat(config.concurrency()).isEqualTo(4);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.CLIENT_ACKNOWLEDGE);
@@ -50,6 +51,7 @@ class JmsConsumerConfigTest {
     assertThat(config.shutdownTimeout()).isZero();
     assertThat(config.reconnectBackoff()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.verifyDeadLetterQueue()).isFalse();
+    assertThat(config.holdForRetryBackoff()).isTrue();
     assertThat(config.messageSelector()).isEqualTo("region = 'eu'");
     assertThat(config.toString()).contains("orders.dlq", "CLIENT_ACKNOWLEDGE", "concurrency=4");
   }
