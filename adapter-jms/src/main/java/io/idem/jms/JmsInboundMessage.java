@@ -12,6 +12,7 @@ import java.util.Enumeration;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
@@ -69,12 +70,19 @@ public final class JmsInboundMessage implements InboundMessage {
   }
 
   /**
-   * Reads a received message.
+   * Reads a received message as the adapter does; for integrations with their own JMS listener
+   * and for tools that read dead-letter queues. Call it on the thread that owns the message's
+   * session.
    *
    * @param source the queue name it was consumed from
+   * @param receivedAt when it was received
    * @throws JMSException when the provider cannot read a property or the body
    */
-  static JmsInboundMessage of(Message message, String source, Instant receivedAt) throws JMSException {
+  public static JmsInboundMessage of(Message message, String source, Instant receivedAt)
+      throws JMSException {
+    Objects.requireNonNull(message, "message");
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(receivedAt, "receivedAt");
     Map<String, Object> properties = new LinkedHashMap<>();
     for (Enumeration<?> names = message.getPropertyNames(); names.hasMoreElements(); ) {
       String name = (String) names.nextElement();
