@@ -1,0 +1,218 @@
+package io.idem.jms;
+
+import io.idem.DeadLetterReason;
+import io.idem.IdempotencyException;
+import io.idem.spi.Acknowledgement;
+import jakarta.jms.BytesMessage;
+import jakarta.jms.DeliveryMode;
+import jakarta.jms.JMSException;
+import jakarta.jms.Message;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Session;
+import jakarta.jms.TextMessage;
+import java.time.Duration;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Settles one JMS delivery on the session that received it, by {@link JmsSessionMode}:
+ *
+ * <table>
+ *   <caption>What each call does</caption>
+ *   <tr><th></th><th>{@code TRANSACTED}</th><th>{@code CLIENT_ACKNOWLEDGE}</th></tr>
+ *   <tr><td>{@link #ack()}</td><td>{@code session.commit()}</td><td>{@code message.acknowledge()}</td></tr>
+ *   <tr><td>{@link #retry(Duration)}</td><td>{@code session.rollback()}</td><td>{@code session.recover()}</td></tr>
+ *   <tr><td>{@link #deadLetter(DeadLetterReason)}</td>
+ *       <td>send the copy, then {@code commit()}: one JMS transaction, atomic</td>
+ *       <td>persistent send of the copy, then {@code acknowledge()}</td></tr>
+ * </table>
+ *
+ * <p>Retry delay: the JMS API has no per-message redelivery delay. By default the {@code delay}
+ * the pipeline asks for is not applied here; the broker's redelivery setting spaces the
+ * redeliveries (ActiveMQ Artemis: address setting {@code redelivery-delay}, with
+ * {@code redelivery-delay-multiplier} and {@code max-redelivery-delay}): match them to the
+ * pipeline's {@link io.idem.RetryPolicy}. With {@link JmsConsumerConfig#holdForRetryBackoff()}
+ * the message is held for {@code delay} before the rollback instead, so it comes back no sooner
+ * than {@code delay} on any provider.
+ *
+ * <p>The dead-letter copy keeps the body type ({@code BytesMessage} and {@code TextMessage} are
+ * rebuilt; other types are re-sent as the received object with its properties rewritten),
+ * every property except the provider-set {@code JMSX*}/{@code JMS_*} ones,
+ * {@code JMSCorrelationID}, {@code JMSType} and priority, never expires, and adds
+ * {@link DeadLetterReason#toHeaders()}, {@link #HEADER_ORIGINAL_MESSAGE_ID} and
+ * {@link #HEADER_ORIGINAL_QUEUE}, each under its {@link JmsHeaderNames#toPropertyName JMS
+ * property name} ({@code idem_dead_letter_cause}, …).
+ *
+ * <p>Not thread-safe: used once, on the worker thread that owns the session. A method that throws
+ * {@link IdempotencyException} left the message unsettled; the worker then rolls back (or
+ * recovers) the session so the broker redelivers it.
+ */
+public final class JmsAcknowledgement implements Acknowledgement {
+  private static final Logger LOG = LoggerFactory.getLogger(JmsAcknowledgement.class);
+
+  /** Header on dead-letter copies: the original {@code JMSMessageID}: {@value}. */
+  public static final String HEADER_ORIGINAL_MESSAGE_ID = "idem-original-message-id";
+  /** Header on dead-letter copies: the queue the original was consumed from: {@value}. */
+  public static final String HEADER_ORIGINAL_QUEUE = "idem-original-queue";
+
+  private final Session session;
+  private final JmsSessionMode mode;
+  private final MessageProducer deadLetterProducer;
+  private final Message message;
+  private final String queue;
+  private final Consumer<Duration> hold;
+  private boolean settled;
+
+  /**
+   * @param hold waits before a retry's rollback (the worker's interruptible hold), or does
+   *     nothing when {@link JmsConsumerConfig#holdForRetryBackoff()} is off
+   */
+  JmsAcknowledgement(
+      Session session,
+      JmsSessionMode mode,
+      MessageProducer deadLetterProducer,
+      Message message,
+      String queue,
+      Consumer<Duration> hold) {
+    this.hold = hold;
+    this.session = session;
+    this.mode = mode;
+    this.deadLetterProducer = deadLetterProducer;
+    this.message = message;
+    this.queue = queue;
+  }
+
+  /**
+   * @throws IdempotencyException when the commit or acknowledgement failed (the message will be
+   *     redelivered and found to be a duplicate)
+   */
+  @Override
+  public void ack() {
+    settleOnce();
+    try {
+      if (mode == JmsSessionMode.TRANSACTED) {
+        session.commit();
+      } else {
+        message.acknowledge();
+      }
+    } catch (JMSException e) {
+      throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
+          ? "commit the JMS session" : "acknowledge") + " for a message of " + queue
+          + "; it will be redelivered and skipped as a duplicate: " + e, e);
+    }
+  }
+
+  /**
+   * Rolls back (or recovers) the session; the broker redelivers after its own redelivery delay.
+   *
+   * @param delay the pipeline's backoff; held before the rollback only with
+   *     {@link JmsConsumerConfig#holdForRetryBackoff()} (see the class description)
+   * @throws IdempotencyException when the rollback or recover failed
+   */
+  @Override
+  public void retry(Duration delay) {
+    settleOnce();
+    LOG.debug("retry of a message of {} requested with a {} ms backoff", queue, delay.toMillis());
+    hold.accept(delay);
+    try {
+      if (mode == JmsSessionMode.TRANSACTED) {
+        session.rollback();
+      } else {
+        session.recover();
+      }
+    } catch (JMSException e) {
+      throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
+          ? "roll back the JMS session" : "recover the JMS session") + " on " + queue + ": " + e, e);
+    }
+  }
+
+  /**
+   * Sends the copy with the reason to the dead-letter queue, then removes the original.
+   *
+   * @throws IdempotencyException when the copy could not be sent or the removal failed; the
+   *     original then stays on its queue
+   */
+  @Override
+  public void deadLetter(DeadLetterReason reason) {
+    settleOnce();
+    try {
+      Message copy = copyOf(reason);
+      deadLetterProducer.send(copy, DeliveryMode.PERSISTENT, priority(), Message.DEFAULT_TIME_TO_LIVE);
+    } catch (JMSException | RuntimeException e) {
+      throw new IdempotencyException("could not send the dead-letter copy of a message of " + queue
+          + " (" + reason + "); the original stays and will be redelivered: " + e, e);
+    }
+    try {
+      if (mode == JmsSessionMode.TRANSACTED) {
+        session.commit();
+      } else {
+        message.acknowledge();
+      }
+    } catch (JMSException e) {
+      throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
+          ? "commit the dead-letter move" : "acknowledge the dead-lettered original")
+          + " for a message of " + queue + ": " + e, e);
+    }
+  }
+
+  private void settleOnce() {
+    if (settled) {
+      throw new IllegalStateException("this delivery of " + queue + " was already settled");
+    }
+    settled = true;
+  }
+
+  private int priority() throws JMSException {
+    int p = message.getJMSPriority();
+    return p < 0 || p > 9 ? Message.DEFAULT_PRIORITY : p;
+  }
+
+  private Message copyOf(DeadLetterReason reason) throws JMSException {
+    Map<String, Object> properties = new LinkedHashMap<>();
+    for (Enumeration<?> names = message.getPropertyNames(); names.hasMoreElements(); ) {
+      String name = (String) names.nextElement();
+      if (!name.startsWith("JMSX") && !name.startsWith("JMS_")) {
+        Object value = message.getObjectProperty(name);
+        if (value != null) {
+          properties.put(name, value);
+        }
+      }
+    }
+    Message copy;
+    if (message instanceof BytesMessage bytes) {
+      BytesMessage b = session.createBytesMessage();
+      byte[] body = bytes.getBody(byte[].class);
+      if (body != null) {
+        b.writeBytes(body);
+      }
+      copy = b;
+    } else if (message instanceof TextMessage text) {
+      copy = session.createTextMessage(text.getText());
+    } else {
+      // Map, Stream, Object or body-less: JMS lets a received message be sent again as it is;
+      // its properties are read-only until cleared.
+      copy = message;
+      copy.clearProperties();
+    }
+    for (Map.Entry<String, Object> p : properties.entrySet()) {
+      copy.setObjectProperty(p.getKey(), p.getValue());
+    }
+    if (copy != message) {
+      copy.setJMSCorrelationID(message.getJMSCorrelationID());
+      copy.setJMSType(message.getJMSType());
+    }
+    for (Map.Entry<String, String> h : reason.toHeaders().entrySet()) {
+      copy.setStringProperty(JmsHeaderNames.toPropertyName(h.getKey()), h.getValue());
+    }
+    String originalId = message.getJMSMessageID();
+    if (originalId != null) {
+      copy.setStringProperty(JmsHeaderNames.toPropertyName(HEADER_ORIGINAL_MESSAGE_ID), originalId);
+    }
+    copy.setStringProperty(JmsHeaderNames.toPropertyName(HEADER_ORIGINAL_QUEUE), queue);
+    return copy;
+  }
+}

@@ -1,0 +1,251 @@
+package io.idem.jms;
+
+import jakarta.jms.ConnectionFactory;
+import java.time.Duration;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Immutable configuration of a {@link JmsIdempotentConsumer}. Build with
+ * {@link #builder(ConnectionFactory, String, String)}; {@link Builder#build()} validates and names
+ * the setting and value in its message.
+ *
+ * <p>Redelivery spacing and the broker-side limit come from the broker, not from here: see
+ * {@link JmsIdempotentConsumer} for how they relate to the pipeline's {@link io.idem.RetryPolicy}.
+ */
+public final class JmsConsumerConfig {
+
+  /** Default {@link #concurrency()}: {@value} worker session. */
+  public static final int DEFAULT_CONCURRENCY = 1;
+  /** Default {@link #sessionMode()}: {@link JmsSessionMode#TRANSACTED}. */
+  public static final JmsSessionMode DEFAULT_SESSION_MODE = JmsSessionMode.TRANSACTED;
+  /** Default {@link #receiveTimeout()}: 1 second. */
+  public static final Duration DEFAULT_RECEIVE_TIMEOUT = Duration.ofSeconds(1);
+  /** Default {@link #shutdownTimeout()}: 30 seconds. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+  /** Default {@link #reconnectBackoff()}: 1 second. */
+  public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofSeconds(1);
+  /** Default {@link #verifyDeadLetterQueue()}: {@value}. */
+  public static final boolean DEFAULT_VERIFY_DEAD_LETTER_QUEUE = true;
+  /** Default {@link #holdForRetryBackoff()}: {@value} (the broker's redelivery delay applies). */
+  public static final boolean DEFAULT_HOLD_FOR_RETRY_BACKOFF = false;
+
+  private final ConnectionFactory connectionFactory;
+  private final String queue;
+  private final String deadLetterQueue;
+  private final int concurrency;
+  private final JmsSessionMode sessionMode;
+  private final Duration receiveTimeout;
+  private final Duration shutdownTimeout;
+  private final Duration reconnectBackoff;
+  private final boolean verifyDeadLetterQueue;
+  private final boolean holdForRetryBackoff;
+  private final @Nullable String messageSelector;
+
+  private JmsConsumerConfig(Builder b) {
+    this.connectionFactory = b.connectionFactory;
+    this.queue = b.queue;
+    this.deadLetterQueue = b.deadLetterQueue;
+    this.concurrency = b.concurrency;
+    this.sessionMode = b.sessionMode;
+    this.receiveTimeout = b.receiveTimeout;
+    this.shutdownTimeout = b.shutdownTimeout;
+    this.reconnectBackoff = b.reconnectBackoff;
+    this.verifyDeadLetterQueue = b.verifyDeadLetterQueue;
+    this.holdForRetryBackoff = b.holdForRetryBackoff;
+    this.messageSelector = b.messageSelector;
+  }
+
+  /**
+   * Starts a configuration.
+   *
+   * @param connectionFactory any Jakarta Messaging 3.x connection factory (thread-safe by the
+   *     spec); credentials, client id and prefetch are configured on it
+   * @param queue the queue to consume, as {@code Session.createQueue(String)} names it
+   * @param deadLetterQueue the queue dead-lettered messages are sent to, with the reason as
+   *     properties; should be the broker's own dead-letter destination for {@code queue}, so that
+   *     the broker's backstop and Idem's dead letters land in one place
+   */
+  public static Builder builder(ConnectionFactory connectionFactory, String queue, String deadLetterQueue) {
+    return new Builder(connectionFactory, queue, deadLetterQueue);
+  }
+
+  /** The connection factory every worker opens its own connection from. */
+  public ConnectionFactory connectionFactory() {
+    return connectionFactory;
+  }
+
+  /** The queue consumed; also {@link io.idem.InboundMessage#source()}. */
+  public String queue() {
+    return queue;
+  }
+
+  /** The queue dead letters are sent to. */
+  public String deadLetterQueue() {
+    return deadLetterQueue;
+  }
+
+  /** Number of worker threads, each with its own connection and session. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  /** How messages are settled. */
+  public JmsSessionMode sessionMode() {
+    return sessionMode;
+  }
+
+  /**
+   * How long one {@code MessageConsumer.receive} waits before checking whether the consumer is
+   * closing; bounds how long {@link JmsIdempotentConsumer#close()} waits for an idle worker.
+   */
+  public Duration receiveTimeout() {
+    return receiveTimeout;
+  }
+
+  /** How long {@link JmsIdempotentConsumer#close()} waits for in-flight messages to finish. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  /** Pause before a worker reconnects after its connection or session failed. */
+  public Duration reconnectBackoff() {
+    return reconnectBackoff;
+  }
+
+  /**
+   * Whether {@link JmsIdempotentConsumer#start()} checks (with a {@code QueueBrowser}) that the
+   * dead-letter queue exists and refuses to start when the provider says it does not.
+   */
+  public boolean verifyDeadLetterQueue() {
+    return verifyDeadLetterQueue;
+  }
+
+  /**
+   * Whether a failed message is held, with its JMS transaction (or session) still open and its
+   * worker idle, for the pipeline's backoff ({@code RetryPolicy.backoff(attempt)}) before the
+   * rollback or recover. Off by default: the broker's redelivery delay spaces redeliveries. Turn
+   * it on for providers without a redelivery delay (IBM MQ, for one) or to make the pipeline's
+   * backoff apply everywhere; a broker delay, if configured, then adds to it. {@link
+   * JmsIdempotentConsumer#close()} cuts a hold short.
+   */
+  public boolean holdForRetryBackoff() {
+    return holdForRetryBackoff;
+  }
+
+  /** A JMS message selector, or {@code null} for every message. */
+  public @Nullable String messageSelector() {
+    return messageSelector;
+  }
+
+  @Override
+  public String toString() {
+    return "JmsConsumerConfig[queue=" + queue + ", deadLetterQueue=" + deadLetterQueue
+        + ", concurrency=" + concurrency + ", sessionMode=" + sessionMode
+        + ", receiveTimeout=" + receiveTimeout + ", shutdownTimeout=" + shutdownTimeout
+        + ", reconnectBackoff=" + reconnectBackoff + ", verifyDeadLetterQueue=" + verifyDeadLetterQueue
+        + ", holdForRetryBackoff=" + holdForRetryBackoff + ", messageSelector=" + messageSelector
+        + ", connectionFactory=" + connectionFactory.getClass().getName() + "]";
+  }
+
+  /** Builder of {@link JmsConsumerConfig}. Not thread-safe. */
+  public static final class Builder {
+    private final ConnectionFactory connectionFactory;
+    private final String queue;
+    private final String deadLetterQueue;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private JmsSessionMode sessionMode = DEFAULT_SESSION_MODE;
+    private Duration receiveTimeout = DEFAULT_RECEIVE_TIMEOUT;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
+    private boolean verifyDeadLetterQueue = DEFAULT_VERIFY_DEAD_LETTER_QUEUE;
+    private boolean holdForRetryBackoff = DEFAULT_HOLD_FOR_RETRY_BACKOFF;
+    private @Nullable String messageSelector;
+
+    private Builder(ConnectionFactory connectionFactory, String queue, String deadLetterQueue) {
+      this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
+      this.queue = Objects.requireNonNull(queue, "queue");
+      this.deadLetterQueue = Objects.requireNonNull(deadLetterQueue, "deadLetterQueue");
+    }
+
+    /** Default {@value JmsConsumerConfig#DEFAULT_CONCURRENCY}; at least 1. */
+    public Builder concurrency(int value) {
+      this.concurrency = value;
+      return this;
+    }
+
+    /** Default {@link JmsSessionMode#TRANSACTED}. */
+    public Builder sessionMode(JmsSessionMode value) {
+      this.sessionMode = Objects.requireNonNull(value, "sessionMode");
+      return this;
+    }
+
+    /** Default 1 s; at least 1 ms. */
+    public Builder receiveTimeout(Duration value) {
+      this.receiveTimeout = Objects.requireNonNull(value, "receiveTimeout");
+      return this;
+    }
+
+    /** Default 30 s; not negative. */
+    public Builder shutdownTimeout(Duration value) {
+      this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
+      return this;
+    }
+
+    /** Default 1 s; not negative. */
+    public Builder reconnectBackoff(Duration value) {
+      this.reconnectBackoff = Objects.requireNonNull(value, "reconnectBackoff");
+      return this;
+    }
+
+    /** Default {@value JmsConsumerConfig#DEFAULT_VERIFY_DEAD_LETTER_QUEUE}. */
+    public Builder verifyDeadLetterQueue(boolean value) {
+      this.verifyDeadLetterQueue = value;
+      return this;
+    }
+
+    /** Default {@value JmsConsumerConfig#DEFAULT_HOLD_FOR_RETRY_BACKOFF}. */
+    public Builder holdForRetryBackoff(boolean value) {
+      this.holdForRetryBackoff = value;
+      return this;
+    }
+
+    /** Default none (every message). */
+    public Builder messageSelector(@Nullable String value) {
+      this.messageSelector = value == null || value.isBlank() ? null : value;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the setting and its value when one is out of range
+     */
+    public JmsConsumerConfig build() {
+      if (queue.isBlank()) {
+        throw new IllegalArgumentException("queue must not be blank, but was '" + queue + "'");
+      }
+      if (deadLetterQueue.isBlank()) {
+        throw new IllegalArgumentException(
+            "deadLetterQueue must not be blank, but was '" + deadLetterQueue + "'");
+      }
+      if (deadLetterQueue.equals(queue)) {
+        throw new IllegalArgumentException(
+            "deadLetterQueue must differ from queue, but both were '" + queue + "'");
+      }
+      if (concurrency < 1) {
+        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
+      }
+      if (receiveTimeout.toMillis() < 1) {
+        throw new IllegalArgumentException("receiveTimeout must be >= 1 ms, but was " + receiveTimeout);
+      }
+      if (shutdownTimeout.isNegative()) {
+        throw new IllegalArgumentException(
+            "shutdownTimeout must not be negative, but was " + shutdownTimeout);
+      }
+      if (reconnectBackoff.isNegative()) {
+        throw new IllegalArgumentException(
+            "reconnectBackoff must not be negative, but was " + reconnectBackoff);
+      }
+      return new JmsConsumerConfig(this);
+    }
+  }
+}

@@ -1,0 +1,248 @@
+package io.idem.jms;
+
+import io.idem.BrokerConsumer;
+import io.idem.IdempotencyException;
+import io.idem.IdempotentConsumer;
+import jakarta.jms.Connection;
+import jakarta.jms.JMSException;
+import jakarta.jms.QueueBrowser;
+import jakarta.jms.Session;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes a JMS queue through an idempotent pipeline, on any Jakarta Messaging 3.x provider
+ * (tested on ActiveMQ Artemis). Only {@code jakarta.jms-api} is needed at compile time.
+ *
+ * <pre>{@code
+ * JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
+ *     JmsConsumerConfig.builder(connectionFactory, "orders", "orders.dlq").concurrency(4).build(),
+ *     pipeline);
+ * consumer.start();
+ * }</pre>
+ *
+ * <h2>Workers and acknowledgement</h2>
+ *
+ * {@link JmsConsumerConfig#concurrency()} workers each own a connection, one session and one
+ * thread, and process one message at a time: receive, run {@link IdempotentConsumer#process}
+ * (database transaction), then settle on that session (see {@link JmsAcknowledgement}). In the
+ * default {@link JmsSessionMode#TRANSACTED} mode the JMS transaction is committed only after the
+ * database transaction committed; on a handler failure the database rolls back first, then the
+ * JMS session. A crash between the two commits leaves the message unacknowledged: it is
+ * redelivered and skipped as a duplicate. {@link JmsSessionMode#CLIENT_ACKNOWLEDGE} uses one
+ * session per worker for the reason given there.
+ *
+ * <h2>Attempts, redelivery delay and dead letters: broker and {@link io.idem.RetryPolicy}</h2>
+ *
+ * <ul>
+ *   <li>The attempt number is the broker's {@code JMSXDeliveryCount}: it counts every delivery,
+ *       including ones after a crash.
+ *   <li>Spacing between deliveries is the broker's: the JMS API has no per-message delay on
+ *       rollback. Configure it on the broker (Artemis: {@code redelivery-delay},
+ *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) to match the
+ *       pipeline's backoff. On a provider without a redelivery delay, turn on
+ *       {@link JmsConsumerConfig#holdForRetryBackoff()}: the worker then holds the failed message
+ *       for the pipeline's backoff before rolling back.
+ *   <li>When the pipeline gives up (its {@code RetryPolicy.maxAttempts()} reached, a
+ *       non-retryable failure, no key, a payload conflict) the adapter sends a copy carrying the
+ *       reason to {@link JmsConsumerConfig#deadLetterQueue()} and consumes the original in the
+ *       same JMS transaction: atomic, with the reason.
+ *   <li>The broker's own limit (Artemis {@code max-delivery-attempts}, default 10) stays as the
+ *       backstop for messages that never reach the pipeline's decision (a handler that crashes the
+ *       JVM every time, an unreadable message): the broker then moves the message to its
+ *       dead-letter address without Idem's reason. Set it higher than the pipeline's
+ *       {@code maxAttempts}, and set the broker's dead-letter address to the same queue.
+ *   <li>Database outages: the pipeline never dead-letters for a
+ *       {@link io.idem.StoreUnavailableException}, but each retry is a rollback, which the broker
+ *       counts. An outage longer than the broker's redelivery horizon ({@code max-delivery-attempts}
+ *       deliveries spaced by {@code redelivery-delay}) therefore lets the broker move good
+ *       messages to its dead-letter address (not applied, not lost). Size that horizon (delay,
+ *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) for the longest outage
+ *       to ride out ({@link JmsConsumerConfig#holdForRetryBackoff()} stretches it by the
+ *       pipeline's backoff), or set {@code max-delivery-attempts} to {@code -1} (unlimited) and
+ *       rely on the pipeline alone.
+ *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
+ *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
+ *       and refuses to start when the provider says it does not exist (with auto-create enabled,
+ *       Artemis creates it instead). The adapter cannot see which dead-letter address the broker
+ *       uses for its backstop: keep it the same queue.
+ * </ul>
+ *
+ * <h2>Keys</h2>
+ *
+ * JMS property names must be Java identifiers; producers set the key in the String property
+ * {@value JmsHeaderNames#DEFAULT_KEY_PROPERTY}, which the default key extractor finds as header
+ * {@code idempotency-key} (see {@link JmsHeaderNames}). CloudEvents' JMS binding properties
+ * ({@code ce_id}, {@code ce_source}) work with {@code IdempotencyKeyExtractor.cloudEvents()}.
+ * {@code JMSMessageID} is used only through the explicit
+ * {@code IdempotencyKeyExtractor.brokerMessageId()} fallback: it changes on re-send and across
+ * bridges.
+ *
+ * <h2>Lifecycle</h2>
+ *
+ * {@link #start()} connects every worker (errors surface there), then starts their threads.
+ * {@link #close()} stops receiving, lets each worker finish and settle its in-flight message,
+ * closes the sessions (messages prefetched but not processed return to the broker
+ * unacknowledged), and waits up to {@link JmsConsumerConfig#shutdownTimeout()} (plus one
+ * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then has its connection
+ * closed, which abandons its message uncommitted. A lost connection is reopened after
+ * {@link JmsConsumerConfig#reconnectBackoff()}. Thread-safe.
+ */
+public final class JmsIdempotentConsumer implements BrokerConsumer {
+  private static final Logger LOG = LoggerFactory.getLogger(JmsIdempotentConsumer.class);
+
+  private enum State { NEW, RUNNING, CLOSED }
+
+  private final JmsConsumerConfig config;
+  private final IdempotentConsumer<?> pipeline;
+  private final List<JmsWorker> workers = new ArrayList<>();
+  private final List<Thread> threads = new ArrayList<>();
+  private State state = State.NEW;
+
+  private JmsIdempotentConsumer(JmsConsumerConfig config, IdempotentConsumer<?> pipeline) {
+    this.config = config;
+    this.pipeline = pipeline;
+  }
+
+  /**
+   * Builds a consumer; nothing connects before {@link #start()}.
+   *
+   * @param config queue, dead-letter queue, connection factory and workers
+   * @param pipeline the idempotent pipeline each message goes through
+   */
+  public static JmsIdempotentConsumer create(JmsConsumerConfig config, IdempotentConsumer<?> pipeline) {
+    return new JmsIdempotentConsumer(
+        Objects.requireNonNull(config, "config"), Objects.requireNonNull(pipeline, "pipeline"));
+  }
+
+  /** The configuration this consumer was created with. */
+  public JmsConsumerConfig config() {
+    return config;
+  }
+
+  /**
+   * Checks the dead-letter queue, connects every worker and starts their threads.
+   *
+   * @throws IllegalStateException when already started or closed
+   * @throws IdempotencyException when the dead-letter queue does not exist (and
+   *     {@link JmsConsumerConfig#verifyDeadLetterQueue()} is on), or the provider refused a
+   *     connection, the queue or the selector; everything opened so far is closed again
+   */
+  @Override
+  public synchronized void start() {
+    if (state != State.NEW) {
+      throw new IllegalStateException("JmsIdempotentConsumer on " + config.queue() + " is " + state
+          + "; start() may be called once");
+    }
+    try {
+      if (config.verifyDeadLetterQueue()) {
+        verifyDeadLetterQueue();
+      }
+      for (int i = 0; i < config.concurrency(); i++) {
+        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i);
+        workers.add(worker);
+        worker.connect();
+      }
+    } catch (JMSException | RuntimeException e) {
+      workers.forEach(JmsWorker::abort);
+      workers.clear();
+      state = State.CLOSED;
+      if (e instanceof IdempotencyException ie) {
+        throw ie;
+      }
+      throw new IdempotencyException("could not start consuming " + config.queue() + ": " + e, e);
+    }
+    for (JmsWorker worker : workers) {
+      Thread thread = new Thread(worker, worker.name());
+      thread.setDaemon(false);
+      threads.add(thread);
+      thread.start();
+    }
+    state = State.RUNNING;
+    LOG.info("consuming {} for consumer group '{}' with {}; {}", config.queue(),
+        pipeline.consumerGroup(), config, pipeline.retryPolicy());
+  }
+
+  private void verifyDeadLetterQueue() {
+    String dlq = config.deadLetterQueue();
+    try (Connection c = config.connectionFactory().createConnection()) {
+      Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+      QueueBrowser browser = s.createBrowser(s.createQueue(dlq));
+      browser.getEnumeration().hasMoreElements();
+      browser.close();
+    } catch (jakarta.jms.InvalidDestinationException e) {
+      throw missingDeadLetterQueue(dlq, e);
+    } catch (JMSException e) {
+      String text = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
+      if (text.contains("does not exist") || text.contains("no queue") || text.contains("not exist")
+          || text.contains("not found")) {
+        throw missingDeadLetterQueue(dlq, e);
+      }
+      throw new IdempotencyException("could not check dead-letter queue '" + dlq + "' of "
+          + config.queue() + ": " + e, e);
+    }
+  }
+
+  private IdempotencyException missingDeadLetterQueue(String dlq, JMSException e) {
+    return new IdempotencyException("dead-letter queue '" + dlq + "' for queue '" + config.queue()
+        + "' does not exist (provider: " + e.getMessage() + "). Create it before starting:"
+        + " a broker such as ActiveMQ Artemis drops a message whose dead-letter address has no"
+        + " queue, so consuming without it could lose messages. (To skip this check set"
+        + " JmsConsumerConfig.Builder.verifyDeadLetterQueue(false).)", e);
+  }
+
+  /**
+   * Stops gracefully as described in the class description; idempotent. Blocks up to
+   * {@link JmsConsumerConfig#shutdownTimeout()} plus one {@link JmsConsumerConfig#receiveTimeout()}.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (state == State.CLOSED) {
+        return;
+      }
+      state = State.CLOSED;
+    }
+    workers.forEach(JmsWorker::stop);
+    long deadline = System.nanoTime() + config.shutdownTimeout().toNanos()
+        + config.receiveTimeout().toNanos();
+    boolean interrupted = false;
+    for (JmsWorker worker : workers) {
+      try {
+        if (!worker.awaitStopped(Math.max(0, deadline - System.nanoTime()))) {
+          LOG.warn("{} did not finish its message within {}; closing its connection (the message"
+              + " is not acknowledged and will be redelivered)", worker.name(), config.shutdownTimeout());
+          worker.abort();
+        }
+      } catch (InterruptedException e) {
+        interrupted = true;
+        worker.abort();
+      }
+    }
+    for (Thread thread : threads) {
+      try {
+        thread.join(5_000);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    LOG.info("stopped consuming {} for consumer group '{}'", config.queue(), pipeline.consumerGroup());
+  }
+
+  @Override
+  public synchronized boolean isRunning() {
+    return state == State.RUNNING;
+  }
+
+  @Override
+  public String toString() {
+    return "JmsIdempotentConsumer[" + config.queue() + ", group=" + pipeline.consumerGroup()
+        + ", " + state + "]";
+  }
+}

@@ -1,0 +1,214 @@
+package io.idem.jms;
+
+import io.idem.InboundMessage;
+import jakarta.jms.BytesMessage;
+import jakarta.jms.JMSException;
+import jakarta.jms.Message;
+import jakarta.jms.TextMessage;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Collections;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One JMS delivery as an {@link InboundMessage}. Immutable once built; {@link #unwrap(Class)}
+ * with {@code jakarta.jms.Message.class} returns the native message (single-threaded, like its
+ * session: read it only on the processing thread).
+ *
+ * <ul>
+ *   <li>{@link #headers()}: the message's String properties, each under its JMS name and its
+ *       {@link JmsHeaderNames dash alias} ({@code idempotency_key} also as
+ *       {@code idempotency-key}). Properties of other types (numbers, booleans) are left out. A
+ *       String property holding an unpaired UTF-16 surrogate cannot be encoded as UTF-8: it is
+ *       listed in {@link #undecodableHeaders()} instead.
+ *   <li>{@link #payload()}: a {@code BytesMessage}'s bytes; a {@code TextMessage}'s text as
+ *       UTF-8; empty for any other type (Map, Stream, Object or body-less messages; the handler
+ *       can unwrap the native message; an {@code ObjectMessage} is never deserialized here).
+ *   <li>{@link #brokerMessageId()}: {@code JMSMessageID}. It changes when a message is re-sent
+ *       and across bridges, so it is a key only through the explicit
+ *       {@link io.idem.IdempotencyKeyExtractor#brokerMessageId()} fallback.
+ *   <li>{@link #deliveryAttempt()}: {@code JMSXDeliveryCount} (set by every JMS 2.0+ provider);
+ *       if absent, 2 when {@code JMSRedelivered} is set, else 1.
+ * </ul>
+ */
+public final class JmsInboundMessage implements InboundMessage {
+  private static final String DELIVERY_COUNT = "JMSXDeliveryCount";
+
+  private final String source;
+  private final Map<String, String> headers;
+  private final Set<String> undecodableHeaders;
+  private final byte[] payload;
+  private final @Nullable String brokerMessageId;
+  private final int deliveryAttempt;
+  private final Instant receivedAt;
+  private final Message message;
+
+  private JmsInboundMessage(
+      String source,
+      Map<String, String> headers,
+      Set<String> undecodableHeaders,
+      byte[] payload,
+      @Nullable String brokerMessageId,
+      int deliveryAttempt,
+      Instant receivedAt,
+      Message message) {
+    this.source = source;
+    this.headers = headers;
+    this.undecodableHeaders = undecodableHeaders;
+    this.payload = payload;
+    this.brokerMessageId = brokerMessageId;
+    this.deliveryAttempt = deliveryAttempt;
+    this.receivedAt = receivedAt;
+    this.message = message;
+  }
+
+  /**
+   * Reads a received message as the adapter does; for integrations with their own JMS listener
+   * and for tools that read dead-letter queues. Call it on the thread that owns the message's
+   * session.
+   *
+   * @param source the queue name it was consumed from
+   * @param receivedAt when it was received
+   * @throws JMSException when the provider cannot read a property or the body
+   */
+  public static JmsInboundMessage of(Message message, String source, Instant receivedAt)
+      throws JMSException {
+    Objects.requireNonNull(message, "message");
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(receivedAt, "receivedAt");
+    Map<String, Object> properties = new LinkedHashMap<>();
+    for (Enumeration<?> names = message.getPropertyNames(); names.hasMoreElements(); ) {
+      String name = (String) names.nextElement();
+      Object value = message.getObjectProperty(name);
+      if (value != null) {
+        properties.put(name, value);
+      }
+    }
+    Map<String, String> headers = new LinkedHashMap<>();
+    Set<String> undecodable = new LinkedHashSet<>();
+    decodeHeaders(properties, headers, undecodable);
+    return new JmsInboundMessage(
+        source,
+        Collections.unmodifiableMap(headers),
+        Collections.unmodifiableSet(undecodable),
+        payloadOf(message),
+        message.getJMSMessageID(),
+        attemptOf(message),
+        receivedAt,
+        message);
+  }
+
+  /** Splits JMS properties into decodable headers (with dash aliases) and undecodable names. */
+  static void decodeHeaders(
+      Map<String, Object> properties, Map<String, String> headers, Set<String> undecodable) {
+    for (Map.Entry<String, Object> property : properties.entrySet()) {
+      if (!(property.getValue() instanceof String value)) {
+        continue;
+      }
+      String name = property.getKey();
+      String alias = JmsHeaderNames.toHeaderName(name);
+      if (isWellFormed(value)) {
+        headers.put(name, value);
+        headers.putIfAbsent(alias, value);
+      } else {
+        undecodable.add(name);
+        undecodable.add(alias);
+      }
+    }
+  }
+
+  /** False when {@code s} holds an unpaired surrogate, which has no UTF-8 encoding. */
+  static boolean isWellFormed(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        if (i + 1 >= s.length() || !Character.isLowSurrogate(s.charAt(i + 1))) {
+          return false;
+        }
+        i++;
+      } else if (Character.isLowSurrogate(c)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static byte[] payloadOf(Message message) throws JMSException {
+    if (message instanceof BytesMessage bytes) {
+      byte[] body = bytes.getBody(byte[].class);
+      return body == null ? new byte[0] : body;
+    }
+    if (message instanceof TextMessage text) {
+      String body = text.getText();
+      return body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
+    }
+    return new byte[0];
+  }
+
+  private static int attemptOf(Message message) throws JMSException {
+    if (message.propertyExists(DELIVERY_COUNT)) {
+      try {
+        return Math.max(1, message.getIntProperty(DELIVERY_COUNT));
+      } catch (JMSException | NumberFormatException notAnInt) {
+        // a provider that sets it as something else: fall through to JMSRedelivered
+      }
+    }
+    return message.getJMSRedelivered() ? 2 : 1;
+  }
+
+  @Override
+  public String source() {
+    return source;
+  }
+
+  @Override
+  public Map<String, String> headers() {
+    return headers;
+  }
+
+  @Override
+  public Set<String> undecodableHeaders() {
+    return undecodableHeaders;
+  }
+
+  /** The payload bytes; shared, not copied: do not modify. */
+  @Override
+  public byte[] payload() {
+    return payload;
+  }
+
+  @Override
+  public @Nullable String brokerMessageId() {
+    return brokerMessageId;
+  }
+
+  @Override
+  public int deliveryAttempt() {
+    return deliveryAttempt;
+  }
+
+  @Override
+  public Instant receivedAt() {
+    return receivedAt;
+  }
+
+  /** Present for {@code jakarta.jms.Message.class} and the message's own JMS types. */
+  @Override
+  public <T> Optional<T> unwrap(Class<T> type) {
+    return type.isInstance(message) ? Optional.of(type.cast(message)) : Optional.empty();
+  }
+
+  @Override
+  public String toString() {
+    return "JmsInboundMessage[source=" + source + ", JMSMessageID=" + brokerMessageId
+        + ", attempt=" + deliveryAttempt + ", headers=" + headers.keySet()
+        + ", payload=" + payload.length + " bytes]";
+  }
+}

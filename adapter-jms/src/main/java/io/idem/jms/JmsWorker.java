@@ -1,0 +1,198 @@
+package io.idem.jms;
+
+import io.idem.IdempotentConsumer;
+import jakarta.jms.Connection;
+import jakarta.jms.JMSException;
+import jakarta.jms.Message;
+import jakarta.jms.MessageConsumer;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Queue;
+import jakarta.jms.Session;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One worker of a {@link JmsIdempotentConsumer}: its own connection, one session, one consumer,
+ * one thread, one message at a time. A JMS session is single-threaded, so nothing here is shared
+ * with other workers; {@link #stop()} and {@link #abort()} are the only calls from other threads.
+ */
+final class JmsWorker implements Runnable {
+  private static final Logger LOG = LoggerFactory.getLogger(JmsIdempotentConsumer.class);
+
+  private final JmsConsumerConfig config;
+  private final IdempotentConsumer<?> pipeline;
+  private final String name;
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private volatile boolean stopping;
+  private volatile boolean broken;
+  private volatile @Nullable Connection connection;
+  private @Nullable Session session;
+  private @Nullable MessageConsumer consumer;
+  private @Nullable MessageProducer deadLetterProducer;
+
+  JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name) {
+    this.config = config;
+    this.pipeline = pipeline;
+    this.name = name;
+  }
+
+  String name() {
+    return name;
+  }
+
+  /** Opens connection, session, consumer and dead-letter producer. */
+  void connect() throws JMSException {
+    Connection c = config.connectionFactory().createConnection();
+    connection = c;
+    broken = false;
+    c.setExceptionListener(e -> {
+      broken = true;
+      LOG.warn("JMS connection of {} on {} failed: {}", name, config.queue(), e.toString());
+    });
+    boolean transacted = config.sessionMode() == JmsSessionMode.TRANSACTED;
+    Session s = c.createSession(transacted, transacted ? Session.SESSION_TRANSACTED : Session.CLIENT_ACKNOWLEDGE);
+    Queue queue = s.createQueue(config.queue());
+    consumer = config.messageSelector() == null
+        ? s.createConsumer(queue)
+        : s.createConsumer(queue, config.messageSelector());
+    deadLetterProducer = s.createProducer(s.createQueue(config.deadLetterQueue()));
+    session = s;
+    c.start();
+  }
+
+  @Override
+  public void run() {
+    try {
+      while (!stopping) {
+        try {
+          if (consumer == null || broken) {
+            disconnect();
+            if (!pause()) {
+              break;
+            }
+            connect();
+            LOG.info("{} reconnected to {}", name, config.queue());
+            continue;
+          }
+          Message message = consumer.receive(config.receiveTimeout().toMillis());
+          if (message == null) {
+            continue;
+          }
+          if (stopping) {
+            break; // received while closing: closing the session returns it unsettled
+          }
+          process(message);
+        } catch (JMSException | RuntimeException e) {
+          if (stopping) {
+            break;
+          }
+          broken = true;
+          LOG.warn("{} on {} failed; reconnecting in {} ms: {}",
+              name, config.queue(), config.reconnectBackoff().toMillis(), e.toString());
+        }
+      }
+    } finally {
+      disconnect();
+      stopped.countDown();
+    }
+  }
+
+  private void process(Message message) throws JMSException {
+    Session s = session;
+    MessageProducer dlq = deadLetterProducer;
+    if (s == null || dlq == null) {
+      throw new IllegalStateException(name + " is not connected");
+    }
+    JmsInboundMessage inbound;
+    try {
+      inbound = JmsInboundMessage.of(message, config.queue(), Instant.now());
+    } catch (JMSException | RuntimeException e) {
+      LOG.error("{}: could not read message {} of {}; returning it to the broker, whose"
+          + " max-delivery-attempts will move it to its dead-letter address: {}",
+          name, message.getJMSMessageID(), config.queue(), e.toString());
+      unsettle(s);
+      return;
+    }
+    try {
+      pipeline.process(inbound, new JmsAcknowledgement(s, config.sessionMode(), dlq, message,
+          config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { }));
+    } catch (RuntimeException e) {
+      LOG.error("{}: message {} of {} could not be settled; left for redelivery: {}",
+          name, inbound.brokerMessageId(), config.queue(), e.toString(), e);
+      unsettle(s);
+    }
+  }
+
+  /** Hands the current delivery back to the broker without acknowledging it. */
+  private void unsettle(Session s) {
+    try {
+      if (config.sessionMode() == JmsSessionMode.TRANSACTED) {
+        s.rollback();
+      } else {
+        s.recover();
+      }
+    } catch (JMSException e) {
+      // closing the session returns the message just as well
+      broken = true;
+      LOG.warn("{}: rollback/recover failed, reconnecting: {}", name, e.toString());
+    }
+  }
+
+  private boolean pause() {
+    hold(config.reconnectBackoff());
+    return !stopping && !Thread.currentThread().isInterrupted();
+  }
+
+  /** Sleeps for {@code duration}, cut short by {@link #stop()} or an interrupt. */
+  private void hold(Duration duration) {
+    try {
+      long until = System.nanoTime() + duration.toNanos();
+      while (!stopping && System.nanoTime() < until) {
+        TimeUnit.MILLISECONDS.sleep(Math.min(50, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Asks the worker to finish its current message and stop; returns at once. */
+  void stop() {
+    stopping = true;
+  }
+
+  /** Waits for the worker to stop. */
+  boolean awaitStopped(long nanos) throws InterruptedException {
+    return stopped.await(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * Closes the connection from another thread, abandoning an in-flight message: its transaction
+   * (or acknowledgement) never happens, so the broker redelivers it.
+   */
+  void abort() {
+    stopping = true;
+    disconnect();
+  }
+
+  private void disconnect() {
+    Connection c = connection;
+    connection = null;
+    consumer = null;
+    deadLetterProducer = null;
+    session = null;
+    if (c != null) {
+      try {
+        // closes the session: an open transaction rolls back, unacknowledged and prefetched
+        // messages go back to the broker
+        c.close();
+      } catch (JMSException | RuntimeException e) {
+        LOG.debug("{}: closing the connection failed: {}", name, e.toString());
+      }
+    }
+  }
+}
