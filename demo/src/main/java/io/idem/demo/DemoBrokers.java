@@ -6,7 +6,7 @@ import java.util.Map;
 /** The brokers the demo knows, by name. */
 public final class DemoBrokers {
   /** Every broker name {@link #create(String)} accepts. */
-  public static final List<String> NAMES = List.of("kafka", "rabbitmq", "sqs");
+  public static final List<String> NAMES = List.of("kafka", "rabbitmq", "sqs", "jms");
 
   private DemoBrokers() {}
 
@@ -24,6 +24,8 @@ public final class DemoBrokers {
         return new RabbitDemoBroker(args);
       case "sqs":
         return new SqsDemoBroker(args);
+      case "jms":
+        return new JmsDemoBroker(args);
       default:
         throw new IllegalArgumentException("--broker must be one of " + NAMES + ", but was '" + name + "'");
     }

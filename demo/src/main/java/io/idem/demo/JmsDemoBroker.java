@@ -1,0 +1,129 @@
+package io.idem.demo;
+
+import io.idem.BrokerConsumer;
+import io.idem.IdempotentConsumer;
+import io.idem.fixtures.ArtemisFixture;
+import io.idem.fixtures.ArtemisFixture.AddressPolicy;
+import io.idem.jms.JmsConsumerConfig;
+import io.idem.jms.JmsHeaderNames;
+import io.idem.jms.JmsIdempotentConsumer;
+import jakarta.jms.BytesMessage;
+import jakarta.jms.Connection;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.DeliveryMode;
+import jakarta.jms.JMSException;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Session;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
+
+/**
+ * The demo on JMS: embedded ActiveMQ Artemis (or {@code IDEM_JMS_URL}), a queue with its
+ * {@code .dlq}, transacted sessions. The broker's own {@code max-delivery-attempts} is a high
+ * backstop (every SIGKILL returns the in-flight messages and counts as a delivery).
+ */
+final class JmsDemoBroker implements DemoBroker {
+  private static final int BROKER_MAX_DELIVERY_ATTEMPTS = 100;
+  private String url;
+
+  JmsDemoBroker(Map<String, String> args) {
+    this.url = args.get("jms-url");
+  }
+
+  @Override
+  public String name() {
+    return "jms";
+  }
+
+  @Override
+  public String start() {
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    url = artemis.url();
+    return "JMS: " + artemis.origin();
+  }
+
+  private ConnectionFactory connectionFactory() {
+    return url == null ? ArtemisFixture.shared().connectionFactory() : new ActiveMQConnectionFactory(url);
+  }
+
+  @Override
+  public void createDestination(String queue) {
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    artemis.addressSettings(queue, AddressPolicy.deadLetterTo(queue + ".dlq")
+        .withMaxDeliveryAttempts(BROKER_MAX_DELIVERY_ATTEMPTS)
+        .withRedeliveryDelay(Duration.ofMillis(100)));
+    artemis.createQueue(queue);
+    artemis.createQueue(queue + ".dlq");
+  }
+
+  @Override
+  public boolean supportsBinaryHeaders() {
+    return false;
+  }
+
+  @Override
+  public void publish(String queue, List<Outbound> messages) {
+    try (Connection connection = connectionFactory().createConnection()) {
+      Session session = connection.createSession(true, Session.SESSION_TRANSACTED);
+      MessageProducer producer = session.createProducer(session.createQueue(queue));
+      producer.setDeliveryMode(DeliveryMode.PERSISTENT);
+      for (Outbound m : messages) {
+        BytesMessage message = session.createBytesMessage();
+        message.writeBytes(m.payload());
+        for (Map.Entry<String, byte[]> h : m.headers().entrySet()) {
+          if (!Utf8.isValid(h.getValue())) {
+            throw new IllegalArgumentException("JMS properties are text: header " + h.getKey()
+                + " is not valid UTF-8 and cannot be sent");
+          }
+          // JMS property names are Java identifiers: idempotency-key travels as idempotency_key
+          message.setStringProperty(JmsHeaderNames.toPropertyName(h.getKey()),
+              new String(h.getValue(), StandardCharsets.UTF_8));
+        }
+        producer.send(message);
+      }
+      session.commit();
+    } catch (JMSException e) {
+      throw new IllegalStateException("publishing to " + queue + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public List<String> connectionArgs() {
+    return List.of("--jms-url=" + url);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
+    JmsConsumerConfig config = JmsConsumerConfig.builder(connectionFactory(), queue, queue + ".dlq")
+        .concurrency(4)
+        .receiveTimeout(Duration.ofMillis(500))
+        .shutdownTimeout(Duration.ofSeconds(20))
+        .build();
+    return JmsIdempotentConsumer.create(config, pipeline);
+  }
+
+  @Override
+  public long pending(String queue, String group) {
+    return ArtemisFixture.shared().messageCount(queue);
+  }
+
+  @Override
+  public long deadLettered(String queue) {
+    return ArtemisFixture.shared().messageCount(queue + ".dlq");
+  }
+
+  @Override
+  public void deleteDestination(String queue) {
+    ArtemisFixture.shared().deleteQueue(queue);
+    ArtemisFixture.shared().deleteQueue(queue + ".dlq");
+    ArtemisFixture.shared().removeAddressSettings(queue);
+  }
+
+  @Override
+  public void close() {
+    // connections are per call
+  }
+}
