@@ -20,7 +20,9 @@ import org.jspecify.annotations.Nullable;
  *       ProcessingOutcome#CONFLICT});
  *   <li>handler throws → roll back marker and business writes together, then
  *       {@link Acknowledgement#retry retry} with backoff, or dead-letter when the
- *       {@link RetryPolicy} says so; store unavailable → roll back and retry, never dead-letter.
+ *       {@link RetryPolicy} says so; store unavailable → roll back and
+ *       {@link Acknowledgement#retryWhenStoreAvailable retry when the store is back}, never
+ *       dead-letter.
  * </ol>
  *
  * <p>The broker is told only after the transaction ended, so a crash anywhere leaves either no

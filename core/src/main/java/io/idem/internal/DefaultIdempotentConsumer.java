@@ -95,7 +95,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
               + " {} ms: {}",
           key.value(), message.source(), message.deliveryAttempt(), delay.toMillis(), rootMessage(e));
       listener.onRetry(message, key, e, delay);
-      acknowledgement.retry(delay);
+      acknowledgement.retryWhenStoreAvailable(delay);
       return finish(message, key, ProcessingOutcome.RETRY, start);
     } catch (Exception e) {
       return handlerFailed(message, key, e, acknowledgement, start);

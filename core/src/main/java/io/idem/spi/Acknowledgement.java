@@ -27,6 +27,24 @@ public interface Acknowledgement {
   void retry(Duration delay);
 
   /**
+   * The store could not be reached ({@link io.idem.StoreUnavailableException}: database down,
+   * connection lost, pool exhausted, serialization failure or deadlock) and the transaction rolled
+   * back: nothing is known to be wrong with the message, so it must not move closer to a
+   * dead-letter destination. Have it processed again after {@code delay}.
+   *
+   * <p>The default calls {@link #retry(Duration)}. Adapters whose broker counts every return
+   * toward its own dead-letter limit (JMS {@code max-delivery-attempts}, RabbitMQ quorum
+   * {@code x-delivery-limit}, SQS {@code maxReceiveCount}) should instead keep the delivery and run
+   * it through the pipeline again after {@code delay}, so that a long database outage does not
+   * dead-letter good messages; adapters that count attempts themselves should not count this one.
+   *
+   * @param delay the backoff, not negative
+   */
+  default void retryWhenStoreAvailable(Duration delay) {
+    retry(delay);
+  }
+
+  /**
    * The message cannot be applied: move it to the dead-letter destination with the reason
    * ({@link DeadLetterReason#toHeaders()}), then remove it from its source. Only when the
    * dead-letter copy is safely stored may the original be removed.

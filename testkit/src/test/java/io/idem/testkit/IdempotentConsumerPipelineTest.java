@@ -172,7 +172,7 @@ class IdempotentConsumerPipelineTest {
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
     assertThat(consumer.process(message("o-1", "{}", 50), ack)).isEqualTo(ProcessingOutcome.RETRY);
-    assertThat(ack.calls).containsExactly("retry");
+    assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
   }
 
   @Test
@@ -187,6 +187,7 @@ class IdempotentConsumerPipelineTest {
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
     assertThat(consumer.process(message("o-1", "{}", 3), ack)).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
   }
 
   @Test

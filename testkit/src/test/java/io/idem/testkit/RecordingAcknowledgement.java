@@ -28,6 +28,12 @@ final class RecordingAcknowledgement implements Acknowledgement {
   }
 
   @Override
+  public void retryWhenStoreAvailable(Duration delay) {
+    calls.add("retryWhenStoreAvailable");
+    retryDelay = delay;
+  }
+
+  @Override
   public void deadLetter(DeadLetterReason reason) {
     calls.add("deadLetter");
     this.reason = reason;
