@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
@@ -30,8 +31,10 @@ class CommittedOffsetsNeverGoBackwardsIT extends KafkaITSupport {
   void committedOffsetsOnlyMoveForward() throws Exception {
     Set<String> failedOnce = ConcurrentHashMap.newKeySet();
     List<Map<TopicPartition, Long>> samples = new CopyOnWriteArrayList<>();
+    AtomicBoolean sampling = new AtomicBoolean(true);
     Thread sampler = new Thread(() -> {
-      while (!Thread.currentThread().isInterrupted()) {
+      // a flag, not an interrupt: an interrupt landing inside an admin call is easily swallowed
+      while (sampling.get()) {
         try {
           samples.add(committedOffsets());
           Thread.sleep(10);
@@ -65,8 +68,9 @@ class CommittedOffsetsNeverGoBackwardsIT extends KafkaITSupport {
       awaitSettled();
       samples.add(committedOffsets());
     } finally {
-      sampler.interrupt();
-      sampler.join();
+      sampling.set(false);
+      sampler.join(60_000);
+      assertThat(sampler.isAlive()).as("offset sampler stopped").isFalse();
     }
 
     assertThat(failedOnce).isNotEmpty();
