@@ -19,6 +19,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.AfterEach;
@@ -47,6 +51,11 @@ abstract class DatabaseOutageTestBase {
   /** Longer than the brokers' liveness limits the tests run with (Kafka max.poll.interval 3 s, SQS visibility 5 s). */
   static final Duration CUT = Duration.ofSeconds(8);
   static final Duration TIMEOUT = Duration.ofSeconds(120);
+  /** Least time the settled state is watched while the database is still cut. */
+  static final Duration MIN_HOLD = Duration.ofSeconds(3);
+  /** The stream is published in this many chunks, {@link #PACE} apart (about 2.5 s in all). */
+  private static final int CHUNKS = 24;
+  private static final Duration PACE = Duration.ofMillis(100);
 
   protected DemoBroker broker;
   protected ItDatabase db;
@@ -115,8 +124,7 @@ abstract class DatabaseOutageTestBase {
   @Test
   void databaseCutMidStreamAcknowledgesNothingKeepsTheSessionAndAppliesEveryEventOnceAfterRestore() {
     int unique = Scale.events(200, 2000);
-    List<Outbound> before = events(0, unique / 2);
-    List<Outbound> during = events(unique / 2, unique);
+    List<Outbound> stream = events(unique);
 
     IdempotencyKeyExtractor keys = IdempotencyKeyExtractor.defaults();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
@@ -130,25 +138,47 @@ abstract class DatabaseOutageTestBase {
     consumer = consumer(pipeline);
     consumer.start();
 
-    broker.publish(destination, before);
-    await("mid-stream: some applied").atMost(TIMEOUT).pollInterval(Duration.ofMillis(10))
-        .until(() -> db.distinctKeys() >= unique / 16);
+    // the stream is published in small chunks while the consumer works; the cut lands in the middle
+    AtomicBoolean cut = new AtomicBoolean();
+    AtomicInteger publishedAfterCut = new AtomicInteger();
+    int chunkSize = Math.max(1, stream.size() / CHUNKS);
+    CompletableFuture<Void> publishing = CompletableFuture.runAsync(() -> {
+      for (int i = 0; i < stream.size(); i += chunkSize) {
+        boolean afterCut = cut.get();
+        List<Outbound> chunk = stream.subList(i, Math.min(stream.size(), i + chunkSize));
+        broker.publish(destination, chunk);
+        if (afterCut) {
+          publishedAfterCut.addAndGet(chunk.size());
+        }
+        try {
+          TimeUnit.MILLISECONDS.sleep(PACE.toMillis()); // producer pacing: a stream, not one burst
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    });
+    await("mid-stream: a quarter applied").atMost(TIMEOUT).pollInterval(Duration.ofMillis(10))
+        .until(() -> db.distinctKeys() >= unique / 4);
     Object session = brokerSession();
     Objects.requireNonNull(db.proxy).cut();
+    cut.set(true);
     long cutAt = System.nanoTime();
-    broker.publish(destination, during); // the stream goes on while the database is away
+    publishing.join(); // the stream goes on while the database is away
 
     Supplier<List<Object>> state = () -> List.of(unacknowledged(), db.totalEffects(), heldWhileCut());
     List<Object> settled = awaitStable("in-flight work settled after the cut", state);
     long held = (Long) settled.get(0);
     int appliedBeforeCut = (Integer) settled.get(1);
     assertThat(held).as("unacknowledged during the cut")
-        .isPositive().isGreaterThanOrEqualTo(minimumUnacknowledgedDuringCut(during.size()));
+        .isPositive().isGreaterThanOrEqualTo(minimumUnacknowledgedDuringCut(publishedAfterCut.get()));
     assertThat(appliedBeforeCut).isLessThan(unique);
     long retriesAtSettle = outcomes.count(ProcessingOutcome.RETRY);
+    // hold the cut for the rest of CUT, and for at least MIN_HOLD after the work settled
     Duration left = CUT.minusNanos(System.nanoTime() - cutAt);
-    await("nothing acknowledged while the database is cut").during(left.isNegative() ? Duration.ofSeconds(1) : left)
-        .atMost(CUT.plusSeconds(20)).pollInterval(Duration.ofMillis(500))
+    Duration hold = left.compareTo(MIN_HOLD) < 0 ? MIN_HOLD : left;
+    await("nothing acknowledged while the database is cut").during(hold)
+        .atMost(hold.plusSeconds(20)).pollInterval(Duration.ofMillis(500))
         .untilAsserted(() -> {
           assertThat(state.get()).as("unacknowledged, effects, held").isEqualTo(settled);
           assertThat(broker.deadLettered(destination)).isZero();
@@ -171,14 +201,14 @@ abstract class DatabaseOutageTestBase {
     assertThat(consumer.isRunning()).isTrue();
     System.out.printf("[it] %s database outage: %d events (%d unique), %d applied before the cut,"
             + " %d unacknowledged during it, %d store retries, %d duplicates skipped%n",
-        brokerName(), before.size() + during.size(), unique, appliedBeforeCut, held,
+        brokerName(), stream.size(), unique, appliedBeforeCut, held,
         outcomes.count(ProcessingOutcome.RETRY), outcomes.count(ProcessingOutcome.DUPLICATE));
   }
 
-  /** Orders {@code from..to-1}, every fifth one published twice (a producer retry). */
-  private List<Outbound> events(int from, int to) {
+  /** {@code unique} orders, every fifth one published twice (a producer retry). */
+  private List<Outbound> events(int unique) {
     List<Outbound> out = new ArrayList<>();
-    for (int i = from; i < to; i++) {
+    for (int i = 0; i < unique; i++) {
       String key = group + "-order-" + i;
       Outbound event = Outbound.keyed(key,
           ("{\"orderId\":\"" + key + "\",\"amountCents\":" + (100 + i) + "}").getBytes(StandardCharsets.UTF_8));
