@@ -72,6 +72,10 @@ final class KafkaTestClients {
       return offsets.entrySet().stream()
           .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
           .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
+    } catch (InterruptedException e) {
+      // keep the flag: a sampling loop that catches the exception must still see it and stop
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted reading committed offsets of " + group, e);
     } catch (Exception e) {
       throw new IllegalStateException("could not read committed offsets of " + group + ": " + e, e);
     }
