@@ -15,6 +15,7 @@ import java.util.Enumeration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +27,9 @@ import org.slf4j.LoggerFactory;
  *   <tr><th></th><th>{@code TRANSACTED}</th><th>{@code CLIENT_ACKNOWLEDGE}</th></tr>
  *   <tr><td>{@link #ack()}</td><td>{@code session.commit()}</td><td>{@code message.acknowledge()}</td></tr>
  *   <tr><td>{@link #retry(Duration)}</td><td>{@code session.rollback()}</td><td>{@code session.recover()}</td></tr>
+ *   <tr><td>{@link #retryWhenStoreAvailable(Duration)}</td>
+ *       <td colspan="2">nothing: the message stays in the open transaction (unacknowledged) and
+ *       the worker runs it through the pipeline again after {@code delay}</td></tr>
  *   <tr><td>{@link #deadLetter(DeadLetterReason)}</td>
  *       <td>send the copy, then {@code commit()}: one JMS transaction, atomic</td>
  *       <td>persistent send of the copy, then {@code acknowledge()}</td></tr>
@@ -38,6 +42,13 @@ import org.slf4j.LoggerFactory;
  * pipeline's {@link io.idem.RetryPolicy}. With {@link JmsConsumerConfig#holdForRetryBackoff()}
  * the message is held for {@code delay} before the rollback instead, so it comes back no sooner
  * than {@code delay} on any provider.
+ *
+ * <p>Store outages: a rollback or {@code recover()} raises {@code JMSXDeliveryCount}, and the
+ * broker moves the message to its dead-letter address after {@code max-delivery-attempts}, so a
+ * long database outage would dead-letter good messages. {@link #retryWhenStoreAvailable(Duration)}
+ * therefore keeps the delivery: the worker waits for {@code delay} (cut short by
+ * {@link JmsIdempotentConsumer#close()}, which then rolls back or recovers so the broker has the
+ * message again) and processes it again on the same session, with the same delivery count.
  *
  * <p>The dead-letter copy keeps the body type ({@code BytesMessage} and {@code TextMessage} are
  * rebuilt; other types are re-sent as the received object with its properties rewritten),
@@ -66,6 +77,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private final String queue;
   private final Consumer<Duration> hold;
   private boolean settled;
+  private @Nullable Duration heldForStore;
 
   /**
    * @param hold waits before a retry's rollback (the worker's interruptible hold), or does
@@ -128,6 +140,21 @@ public final class JmsAcknowledgement implements Acknowledgement {
       throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
           ? "roll back the JMS session" : "recover the JMS session") + " on " + queue + ": " + e, e);
     }
+  }
+
+  /**
+   * Leaves the message unsettled in the session (no rollback, no recover); the worker runs it again
+   * after {@code delay}. See the class description.
+   */
+  @Override
+  public void retryWhenStoreAvailable(Duration delay) {
+    settleOnce();
+    heldForStore = java.util.Objects.requireNonNull(delay, "delay");
+  }
+
+  /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
+  @Nullable Duration heldForStore() {
+    return heldForStore;
   }
 
   /**

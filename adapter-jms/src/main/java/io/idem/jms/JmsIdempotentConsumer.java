@@ -56,14 +56,13 @@ import org.slf4j.LoggerFactory;
  *       dead-letter address without Idem's reason. Set it higher than the pipeline's
  *       {@code maxAttempts}, and set the broker's dead-letter address to the same queue.
  *   <li>Database outages: the pipeline never dead-letters for a
- *       {@link io.idem.StoreUnavailableException}, but each retry is a rollback, which the broker
- *       counts. An outage longer than the broker's redelivery horizon ({@code max-delivery-attempts}
- *       deliveries spaced by {@code redelivery-delay}) therefore lets the broker move good
- *       messages to its dead-letter address (not applied, not lost). Size that horizon (delay,
- *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) for the longest outage
- *       to ride out ({@link JmsConsumerConfig#holdForRetryBackoff()} stretches it by the
- *       pipeline's backoff), or set {@code max-delivery-attempts} to {@code -1} (unlimited) and
- *       rely on the pipeline alone.
+ *       {@link io.idem.StoreUnavailableException}, and the worker does not roll back for one
+ *       either (a rollback would raise {@code JMSXDeliveryCount} toward the broker's
+ *       {@code max-delivery-attempts}): it keeps the message in its open transaction (or
+ *       unacknowledged, in {@code CLIENT_ACKNOWLEDGE} mode), waits for the pipeline's backoff and
+ *       processes it again, for as long as the store is down. The worker takes no other message
+ *       meanwhile. {@link #close()} cuts the wait short and rolls back (or recovers), so the
+ *       broker has the message again; a lost connection returns it as well.
  *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
  *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
  *       and refuses to start when the provider says it does not exist (with auto-create enabled,

@@ -119,8 +119,24 @@ final class JmsWorker implements Runnable {
       return;
     }
     try {
-      pipeline.process(inbound, new JmsAcknowledgement(s, config.sessionMode(), dlq, message,
-          config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { }));
+      while (true) {
+        JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
+            message, config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { });
+        pipeline.process(inbound, acknowledgement);
+        Duration wait = acknowledgement.heldForStore();
+        if (wait == null) {
+          return;
+        }
+        // the store is down: keep the message in this session (a rollback would count toward the
+        // broker's max-delivery-attempts) and run it again after the backoff
+        hold(wait);
+        if (stopping || broken || Thread.currentThread().isInterrupted()) {
+          LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
+              name, inbound.brokerMessageId(), config.queue());
+          unsettle(s);
+          return;
+        }
+      }
     } catch (RuntimeException e) {
       LOG.error("{}: message {} of {} could not be settled; left for redelivery: {}",
           name, inbound.brokerMessageId(), config.queue(), e.toString(), e);

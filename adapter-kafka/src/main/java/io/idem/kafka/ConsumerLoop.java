@@ -141,7 +141,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         return true;
       }
       case RETRY -> {
-        deliverAgain(partition, record, attempt, acknowledgement.delay());
+        // a store outage is not the record's failure: it comes back with the same attempt
+        int used = acknowledgement.countsAsAttempt() ? attempt : attempt - 1;
+        deliverAgain(partition, record, used, acknowledgement.delay());
         return false;
       }
       default -> {

@@ -19,6 +19,10 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@link #retry(Duration)} leaves the offset where it is; the loop commits what is settled,
  *       seeks the partition back to this record and pauses it for {@code delay} while it keeps
  *       polling, so the consumer stays in its group however long the backoff.
+ *   <li>{@link #retryWhenStoreAvailable(Duration)} takes the same seek-back-and-pause path, but
+ *       does not count as a delivery attempt: the record comes back with the attempt it had, so a
+ *       database outage of any length neither uses up the retry policy's attempts nor grows the
+ *       backoff.
  *   <li>{@link #deadLetter(DeadLetterReason)} publishes a copy (same key, value and headers, plus
  *       {@link DeadLetterReason#toHeaders()} and the original topic, partition, offset and
  *       timestamp) to the dead-letter topic and waits for the broker's {@code acks=all}
@@ -42,6 +46,7 @@ final class KafkaAcknowledgement implements Acknowledgement {
   private final DeadLetterPublisher deadLetters;
   private Decision decision = Decision.NONE;
   private @Nullable Duration delay;
+  private boolean countsAsAttempt = true;
 
   KafkaAcknowledgement(ConsumerRecord<byte[], byte[]> record, DeadLetterPublisher deadLetters) {
     this.record = record;
@@ -64,6 +69,17 @@ final class KafkaAcknowledgement implements Acknowledgement {
     }
     settle(Decision.RETRY);
     this.delay = delay;
+  }
+
+  /**
+   * Like {@link #retry(Duration)}, but the record keeps its delivery attempt.
+   *
+   * @throws IllegalArgumentException if {@code delay} is negative
+   */
+  @Override
+  public void retryWhenStoreAvailable(Duration delay) {
+    retry(delay);
+    countsAsAttempt = false;
   }
 
   /**
@@ -91,6 +107,14 @@ final class KafkaAcknowledgement implements Acknowledgement {
 
   Decision decision() {
     return decision;
+  }
+
+  /**
+   * Whether a {@link Decision#RETRY} uses up a delivery attempt: false when the store was
+   * unavailable.
+   */
+  boolean countsAsAttempt() {
+    return countsAsAttempt;
   }
 
   /** The backoff asked by {@link #retry(Duration)}; zero otherwise. */

@@ -33,7 +33,11 @@ final class PartitionProgress {
     return last != null && last[0] == offset ? (int) Math.min(Integer.MAX_VALUE, last[1] + 1) : 1;
   }
 
-  /** The record at {@code offset} failed on {@code attempt} and will be delivered again. */
+  /**
+   * The record at {@code offset} will be delivered again; {@code attempt} is the last attempt that
+   * counted (0 when none did, e.g. only store outages so far), so the next one is
+   * {@code attempt + 1}.
+   */
   void failed(TopicPartition partition, long offset, int attempt) {
     attempts.put(partition, new long[] {offset, attempt});
   }

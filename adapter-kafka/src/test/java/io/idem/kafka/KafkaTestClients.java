@@ -73,6 +73,7 @@ final class KafkaTestClients {
           .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
           .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
     } catch (InterruptedException e) {
+      // keep the flag: a sampling loop that catches the exception must still see it and stop
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted reading committed offsets of " + group, e);
     } catch (Exception e) {

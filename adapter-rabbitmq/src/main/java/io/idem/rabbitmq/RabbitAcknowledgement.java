@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * Settles one AMQP delivery with RabbitMQ's rules. Every channel operation runs on the delivering
@@ -24,6 +25,13 @@ import java.util.Objects;
  *       settler thread: it blocks no thread, neither the connection's I/O nor a worker. While it
  *       waits, the delivery uses one prefetch slot. If the channel is lost or the consumer closed
  *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}.
+ *   <li>{@link #retryWhenStoreAvailable(Duration)}: the delivery stays unacknowledged on its
+ *       channel — no {@code basicNack}, which on a quorum queue raises {@code x-delivery-count}
+ *       toward {@code x-delivery-limit} — and after {@code delay} it is handed to the consumer's
+ *       workers again, with the attempt it had, and runs through the pipeline once more. The wait
+ *       is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
+ *       the consumer or losing the channel during the wait returns the delivery to the queue as
+ *       for any unacknowledged one.
  *   <li>{@link #deadLetter(DeadLetterReason)}: a persistent copy — original body, properties and
  *       headers (without {@code x-delivery-count}), plus {@link DeadLetterReason#toHeaders()} — is
  *       published with {@code mandatory} to the queue's dead-letter exchange (routing key: the
@@ -41,11 +49,21 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   private final Delivery delivery;
   private final RabbitConsumerConfig config;
   private final DeliveryAttempts attempts;
+  private final int attempt;
+  private final Consumer<Delivery> rerun;
 
-  RabbitAcknowledgement(Delivery delivery, RabbitConsumerConfig config, DeliveryAttempts attempts) {
+  /**
+   * @param attempt the delivery attempt the pipeline saw
+   * @param rerun hands a delivery to the workers again; called on the settler thread, must not
+   *     block
+   */
+  RabbitAcknowledgement(Delivery delivery, RabbitConsumerConfig config, DeliveryAttempts attempts,
+      int attempt, Consumer<Delivery> rerun) {
     this.delivery = Objects.requireNonNull(delivery, "delivery");
     this.config = Objects.requireNonNull(config, "config");
     this.attempts = Objects.requireNonNull(attempts, "attempts");
+    this.attempt = attempt;
+    this.rerun = Objects.requireNonNull(rerun, "rerun");
   }
 
   /** @throws io.idem.IdempotencyException when the delivering channel is gone */
@@ -63,6 +81,15 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     long tag = delivery.tag();
     delivery.session().schedule("basicNack(requeue) of tag " + tag, delay,
         (consume, publish) -> consume.basicNack(tag, false, true));
+  }
+
+  /** @throws io.idem.IdempotencyException when the delivering channel is already gone */
+  @Override
+  public void retryWhenStoreAvailable(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    Delivery again = delivery.withAttempt(attempt);
+    delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
+        () -> rerun.accept(again));
   }
 
   /**

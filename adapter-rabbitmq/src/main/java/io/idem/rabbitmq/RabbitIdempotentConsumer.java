@@ -57,8 +57,8 @@ import org.slf4j.LoggerFactory;
  * and settle (committed ones acked), leaves prefetched deliveries that were not started
  * unacknowledged, then closes the connection so that RabbitMQ returns them to the queue — all
  * within {@link RabbitConsumerConfig#shutdownTimeout()}. A handler still running then is not
- * waited for further; its delivery is not acked. Retries waiting for their backoff are returned
- * at once.
+ * waited for further; its delivery is not acked. Retries waiting for their backoff, and
+ * deliveries held through a store outage, are returned at once.
  *
  * <p>Thread-safe lifecycle methods. Logs under {@code io.idem.rabbitmq}.
  */
@@ -276,12 +276,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private void process(Delivery delivery) {
-    int attempt = attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
+    int attempt = delivery.attempt() > 0
+        ? delivery.attempt() // run again after a store outage: the same delivery, not a new attempt
+        : attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
     RabbitInboundMessage message = new RabbitInboundMessage(
         config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
         delivery.receivedAt());
     try {
-      pipeline.process(message, new RabbitAcknowledgement(delivery, config, attempts));
+      pipeline.process(message, new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun));
     } catch (RuntimeException e) {
       Session session = delivery.session();
       if (!session.isOpen()) {
@@ -298,6 +300,13 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       } catch (IdempotencyException lost) {
         LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
       }
+    }
+  }
+
+  /** A delivery held through a store outage goes back to the workers; settler thread, no blocking. */
+  private void rerun(Delivery delivery) {
+    if (!stopping) {
+      buffer.add(delivery);
     }
   }
 

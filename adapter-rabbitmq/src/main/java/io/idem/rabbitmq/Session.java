@@ -96,7 +96,7 @@ final class Session {
         @Override
         public void handleDelivery(
             String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
-          sink.accept(new Delivery(session, envelope, properties, body, Instant.now()));
+          sink.accept(new Delivery(session, envelope, properties, body, Instant.now(), 0));
         }
 
         @Override
@@ -193,6 +193,17 @@ final class Session {
     } catch (RejectedExecutionException e) {
       throw lostError(what);
     }
+  }
+
+  /**
+   * Runs {@code task} on the settler thread after {@code delay}, unless the session is lost or
+   * closed by then (RabbitMQ has requeued its deliveries already). The task must not block: it
+   * shares the thread with every ack.
+   *
+   * @throws IdempotencyException when the session is already lost
+   */
+  void later(String what, Duration delay, Runnable task) {
+    schedule(what, delay, (consume, publish) -> task.run());
   }
 
   /**

@@ -4,6 +4,7 @@ import io.idem.DeadLetterReason;
 import io.idem.spi.Acknowledgement;
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Settles one SQS delivery, always with the receipt handle of that delivery:
@@ -15,6 +16,12 @@ import java.util.Objects;
  *       and the message comes back to be skipped as a duplicate);
  *   <li>{@link #retry(Duration)} — {@code ChangeMessageVisibility} to the delay rounded up to
  *       whole seconds (at most 12 h): SQS delivers it again no sooner than that;
+ *   <li>{@link #retryWhenStoreAvailable(Duration)} — nothing is sent to SQS: the message stays
+ *       hidden (the visibility heartbeat, or the consumer itself when the heartbeat is off, keeps
+ *       extending it) and the consumer runs it through the pipeline again after the delay, in
+ *       process. It is not received again, so its {@code ApproximateReceiveCount} does not grow
+ *       toward a {@code RedrivePolicy}'s {@code maxReceiveCount} however long the store is down
+ *       (up to SQS's 12-hour cap on a message's visibility; then it reappears);
  *   <li>{@link #deadLetter(DeadLetterReason)} — with a dead-letter queue configured:
  *       {@code SendMessage} of a copy (original body and attributes plus the reason, trimmed to
  *       SQS limits), then the delete; otherwise visibility 0 so that the queue's
@@ -29,6 +36,7 @@ final class SqsAcknowledgement implements Acknowledgement {
   private final VisibilityKeeper keeper;
   private final DeleteBatcher deletes;
   private final DeadLetters deadLetters;
+  private @Nullable Duration heldForStore;
 
   SqsAcknowledgement(Delivery delivery, VisibilityKeeper keeper, DeleteBatcher deletes, DeadLetters deadLetters) {
     this.delivery = delivery;
@@ -46,6 +54,18 @@ final class SqsAcknowledgement implements Acknowledgement {
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     keeper.changeVisibility(delivery, delay);
+  }
+
+  /** Keeps the message; the consumer runs it again after {@code delay} (see the class description). */
+  @Override
+  public void retryWhenStoreAvailable(Duration delay) {
+    Objects.requireNonNull(delay, "delay");
+    heldForStore = delay;
+  }
+
+  /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
+  @Nullable Duration heldForStore() {
+    return heldForStore;
   }
 
   @Override

@@ -62,6 +62,13 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * logged; set {@code maxReceiveCount} to the retry policy's {@code maxAttempts}). The delivery
  * attempt is {@code ApproximateReceiveCount}.
  *
+ * <p><b>Store outages.</b> When the processed-events store is unavailable the message is not
+ * handed back: it stays hidden (kept by the heartbeat) while the worker waits for the pipeline's
+ * backoff, then runs through the pipeline again, as often as it takes. It is never received
+ * again meanwhile, so its {@code ApproximateReceiveCount} stays where it was and a
+ * {@code RedrivePolicy} cannot move a good message to the dead-letter queue during an outage. The
+ * worker and the batch wait with it, so no new messages are received while the store is down.
+ *
  * <p><b>Dead letters.</b> With {@link SqsConsumerConfig#deadLetterQueueUrl()} set, the copy keeps
  * the original body and attributes and adds the reason ({@link io.idem.DeadLetterReason#toHeaders()},
  * up to six attributes). SQS allows 10 attributes and 256 KiB per message, so when they do not all
@@ -85,7 +92,8 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  *
  * <p><b>Close.</b> {@link #close()} stops receiving (an in-progress long poll is allowed to
  * finish, so keep {@code waitTime} below {@code shutdownTimeout}), lets in-flight messages finish
- * and settle, hands back received messages that had not started, flushes pending deletes, then
+ * and settle, hands back received messages that had not started (and messages waiting through a
+ * store outage), flushes pending deletes, then
  * closes the client if this consumer built it.
  *
  * <p>Thread-safe. The {@link SqsClient} is shared by this consumer's threads (the SDK documents it
@@ -94,6 +102,8 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
 public final class SqsIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
   private static final int GIVEN_UP_MEMORY = 10_000;
+  /** How often a message held through a store outage checks for close and its visibility. */
+  private static final Duration STORE_WAIT_SLICE = Duration.ofMillis(50);
 
   private final SqsConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
@@ -426,8 +436,18 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       return false;
     }
     try {
-      ProcessingOutcome outcome =
-          pipeline.process(delivery.message, new SqsAcknowledgement(delivery, keeper, deletes, letters));
+      ProcessingOutcome outcome;
+      while (true) {
+        SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, letters);
+        outcome = pipeline.process(delivery.message, acknowledgement);
+        Duration wait = acknowledgement.heldForStore();
+        if (wait == null) {
+          break;
+        }
+        if (!holdForStore(delivery, wait)) {
+          return false;
+        }
+      }
       switch (outcome) {
         case RETRY:
           return false;
@@ -446,6 +466,44 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       keeper.forget(delivery);
       LOG.error("could not settle {} on {}: {}", delivery, config.queueName(), e.toString(), e);
       return false;
+    }
+  }
+
+  /**
+   * Keeps {@code delivery} hidden for {@code wait} after a store outage, on this worker thread (the
+   * next receive waits for the batch, so no more messages are taken while the store is down).
+   * The heartbeat extends it; with the heartbeat off this extends it itself.
+   *
+   * @return true to run it again; false when it was handed back (closing) or could not be kept
+   *     (its visibility could not be extended: it reappears on its own)
+   */
+  private boolean holdForStore(Delivery delivery, Duration wait) {
+    long until = System.nanoTime() + wait.toNanos();
+    while (true) {
+      if (stopping) {
+        keeper.handBack(List.of(delivery));
+        return false;
+      }
+      long now = System.nanoTime();
+      if (!delivery.held()) {
+        return false;
+      }
+      if (!config.visibilityHeartbeat() && keeper.due(delivery, now) && !keeper.extend(delivery)) {
+        skipped.incrementAndGet();
+        keeper.forget(delivery);
+        return false;
+      }
+      long left = until - now;
+      if (left <= 0) {
+        return ready(delivery);
+      }
+      try {
+        TimeUnit.NANOSECONDS.sleep(Math.min(left, STORE_WAIT_SLICE.toNanos()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        keeper.handBack(List.of(delivery));
+        return false;
+      }
     }
   }
 

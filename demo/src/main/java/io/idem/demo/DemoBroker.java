@@ -2,6 +2,7 @@ package io.idem.demo;
 
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.testkit.DeadLetteredMessage;
 import java.util.List;
 
 /**
@@ -43,6 +44,20 @@ public interface DemoBroker extends AutoCloseable {
 
   /** Messages in the destination's dead-letter destination. */
   long deadLettered(String destination);
+
+  /**
+   * The messages in the destination's dead-letter destination, read back without removing them
+   * (Kafka: the {@code .DLT} topic from its start; RabbitMQ: fetched unacknowledged, then returned;
+   * SQS: received, then made visible again; JMS: browsed), in the broker's order. Headers are
+   * the original ones plus {@link io.idem.DeadLetterReason#toHeaders() the reason}, as the adapter
+   * reads headers: values that are not valid UTF-8 are left out; JMS properties appear under their
+   * own names ({@code idem_dead_letter_cause}) and their dash aliases
+   * ({@code idem-dead-letter-cause}). Payloads as stored. Blocks until read; not for a
+   * dead-letter destination someone else consumes at the same time.
+   *
+   * @throws IllegalStateException when the broker cannot be read
+   */
+  List<DeadLetteredMessage> readDeadLetters(String destination);
 
   /** Deletes the destination and its dead-letter destination after a successful run. */
   void deleteDestination(String destination);

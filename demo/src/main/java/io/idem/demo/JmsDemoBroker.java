@@ -7,15 +7,22 @@ import io.idem.fixtures.ArtemisFixture.AddressPolicy;
 import io.idem.jms.JmsConsumerConfig;
 import io.idem.jms.JmsHeaderNames;
 import io.idem.jms.JmsIdempotentConsumer;
+import io.idem.jms.JmsInboundMessage;
+import io.idem.testkit.DeadLetteredMessage;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.Connection;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.DeliveryMode;
 import jakarta.jms.JMSException;
+import jakarta.jms.Message;
 import jakarta.jms.MessageProducer;
+import jakarta.jms.QueueBrowser;
 import jakarta.jms.Session;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Enumeration;
 import java.util.List;
 import java.util.Map;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
@@ -113,6 +120,25 @@ final class JmsDemoBroker implements DemoBroker {
   @Override
   public long deadLettered(String queue) {
     return ArtemisFixture.shared().messageCount(queue + ".dlq");
+  }
+
+  @Override
+  public List<DeadLetteredMessage> readDeadLetters(String queue) {
+    String dlq = queue + ".dlq";
+    List<DeadLetteredMessage> out = new ArrayList<>();
+    try (Connection connection = connectionFactory().createConnection()) {
+      connection.start();
+      Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+      QueueBrowser browser = session.createBrowser(session.createQueue(dlq));
+      for (Enumeration<?> e = browser.getEnumeration(); e.hasMoreElements(); ) {
+        JmsInboundMessage read = JmsInboundMessage.of((Message) e.nextElement(), dlq, Instant.now());
+        out.add(new DeadLetteredMessage(read.headers(), read.payload()));
+      }
+      browser.close();
+      return out;
+    } catch (JMSException e) {
+      throw new IllegalStateException("could not browse " + dlq + ": " + e.getMessage(), e);
+    }
   }
 
   @Override

@@ -5,6 +5,10 @@ import io.idem.IdempotentConsumer;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.kafka.KafkaIdempotentConsumer;
+import io.idem.kafka.KafkaInboundMessage;
+import io.idem.testkit.DeadLetteredMessage;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -15,12 +19,16 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -119,6 +127,35 @@ final class KafkaDemoBroker implements DemoBroker {
   public long deadLettered(String topic) {
     return endOffsets(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX, 1).values().stream()
         .mapToLong(Long::longValue).sum();
+  }
+
+  @Override
+  public List<DeadLetteredMessage> readDeadLetters(String topic) {
+    String deadLetterTopic = topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX;
+    Map<TopicPartition, Long> ends = endOffsets(deadLetterTopic, 1);
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    List<DeadLetteredMessage> out = new ArrayList<>();
+    // no group: assigned and read from the start, nothing committed
+    try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(props)) {
+      List<TopicPartition> partitions = List.copyOf(ends.keySet());
+      reader.assign(partitions);
+      reader.seekToBeginning(partitions);
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (partitions.stream().anyMatch(tp -> reader.position(tp) < ends.get(tp))) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("could not read " + deadLetterTopic + " up to " + ends + " within 60 s");
+        }
+        for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(500))) {
+          KafkaInboundMessage read = KafkaInboundMessage.of(record, 1, Instant.now());
+          out.add(new DeadLetteredMessage(read.headers(), read.payload()));
+        }
+      }
+    }
+    return out;
   }
 
   private static Map<TopicPartition, Long> endOffsets(String topic, int partitions) {

@@ -5,6 +5,8 @@ import com.rabbitmq.client.BuiltinExchangeType;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.GetResponse;
+import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.MessageProperties;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
@@ -12,8 +14,11 @@ import io.idem.fixtures.RabbitFixture;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
 import io.idem.rabbitmq.RabbitQueueType;
+import io.idem.testkit.DeadLetteredMessage;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Date;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,6 +124,43 @@ final class RabbitDemoBroker implements DemoBroker {
   @Override
   public long deadLettered(String queue) {
     return count(queue + ".dlq");
+  }
+
+  @Override
+  public List<DeadLetteredMessage> readDeadLetters(String queue) {
+    List<DeadLetteredMessage> out = new ArrayList<>();
+    Channel channel = channel();
+    try {
+      // fetched unacknowledged on one channel (so none comes twice), returned when it closes
+      for (GetResponse r; (r = channel.basicGet(queue + ".dlq", false)) != null; ) {
+        out.add(new DeadLetteredMessage(textHeaders(r.getProps().getHeaders()), r.getBody()));
+      }
+      channel.close();
+      return out;
+    } catch (Exception e) {
+      throw new IllegalStateException("could not read " + queue + ".dlq: " + e.getMessage(), e);
+    }
+  }
+
+  /** AMQP headers as the adapter reads them: text as strict UTF-8, structures left out. */
+  private static Map<String, String> textHeaders(Map<String, Object> raw) {
+    Map<String, String> headers = new LinkedHashMap<>();
+    if (raw == null) {
+      return headers;
+    }
+    raw.forEach((name, value) -> {
+      byte[] bytes = value instanceof LongString s ? s.getBytes() : value instanceof byte[] b ? b : null;
+      if (bytes != null) {
+        if (Utf8.isValid(bytes)) {
+          headers.put(name, new String(bytes, StandardCharsets.UTF_8));
+        }
+      } else if (value instanceof Date date) {
+        headers.put(name, date.toInstant().toString());
+      } else if (value != null && !(value instanceof List<?>) && !(value instanceof Map<?, ?>)) {
+        headers.put(name, value.toString());
+      }
+    });
+    return headers;
   }
 
   private long count(String queue) {

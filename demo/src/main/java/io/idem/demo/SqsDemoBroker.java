@@ -6,6 +6,8 @@ import io.idem.fixtures.SqsFixture;
 import io.idem.sqs.SqsConsumerConfig;
 import io.idem.sqs.SqsIdempotentConsumer;
 import io.idem.sqs.SqsInboundMessage;
+import io.idem.testkit.DeadLetteredMessage;
+import java.time.Instant;
 import software.amazon.awssdk.core.SdkBytes;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -18,7 +20,10 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.ChangeMessageVisibilityBatchRequestEntry;
+import software.amazon.awssdk.services.sqs.model.Message;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
+import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
 import software.amazon.awssdk.services.sqs.model.SendMessageBatchResponse;
@@ -29,6 +34,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageBatchResponse;
  */
 final class SqsDemoBroker implements DemoBroker {
   private static final Duration VISIBILITY = Duration.ofSeconds(5);
+  /** SQS's limit on one message, and on the sum of a batch's messages: 256 KiB. */
+  private static final int MAX_BATCH_BYTES = 256 * 1024;
   private URI endpoint;
   private String region = "us-east-1";
   private SqsClient client;
@@ -80,6 +87,7 @@ final class SqsDemoBroker implements DemoBroker {
   public void publish(String queue, List<Outbound> messages) {
     String url = url(queue);
     List<SendMessageBatchRequestEntry> batch = new ArrayList<>();
+    int batchBytes = 0;
     for (Outbound m : messages) {
       Map<String, String> text = new LinkedHashMap<>();
       Map<String, MessageAttributeValue> binary = new LinkedHashMap<>();
@@ -95,18 +103,39 @@ final class SqsDemoBroker implements DemoBroker {
       Map<String, MessageAttributeValue> attributes =
           new LinkedHashMap<>(SqsInboundMessage.messageAttributes(text, m.payload()));
       attributes.putAll(binary);
+      String body = SqsInboundMessage.messageBody(m.payload());
+      int size = sizeOf(body, attributes);
+      if (!batch.isEmpty() && batchBytes + size > MAX_BATCH_BYTES) {
+        send(url, batch); // SQS limits a whole batch to what one message may hold
+        batchBytes = 0;
+      }
       batch.add(SendMessageBatchRequestEntry.builder()
           .id(Integer.toString(batch.size()))
-          .messageBody(SqsInboundMessage.messageBody(m.payload()))
+          .messageBody(body)
           .messageAttributes(attributes)
           .build());
+      batchBytes += size;
       if (batch.size() == 10) {
         send(url, batch);
+        batchBytes = 0;
       }
     }
     if (!batch.isEmpty()) {
       send(url, batch);
     }
+  }
+
+  /** Bytes SQS counts for a message: the body plus each attribute's name, type and value. */
+  private static int sizeOf(String body, Map<String, MessageAttributeValue> attributes) {
+    int size = body.getBytes(StandardCharsets.UTF_8).length;
+    for (Map.Entry<String, MessageAttributeValue> a : attributes.entrySet()) {
+      MessageAttributeValue v = a.getValue();
+      size += a.getKey().getBytes(StandardCharsets.UTF_8).length
+          + v.dataType().getBytes(StandardCharsets.UTF_8).length
+          + (v.stringValue() != null ? v.stringValue().getBytes(StandardCharsets.UTF_8).length : 0)
+          + (v.binaryValue() != null ? v.binaryValue().asByteArray().length : 0);
+    }
+    return size;
   }
 
   private void send(String url, List<SendMessageBatchRequestEntry> batch) {
@@ -148,6 +177,39 @@ final class SqsDemoBroker implements DemoBroker {
     return Long.parseLong(client().getQueueAttributes(b -> b.queueUrl(url(queue + "-dlq"))
         .attributeNames(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES)).attributes()
         .get(QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES));
+  }
+
+  @Override
+  public List<DeadLetteredMessage> readDeadLetters(String queue) {
+    String dlq = url(queue + "-dlq");
+    Map<String, Message> seen = new LinkedHashMap<>();
+    // received (hidden for a minute, so none comes twice), then made visible again
+    for (List<Message> batch = receive(dlq); !batch.isEmpty(); batch = receive(dlq)) {
+      batch.forEach(m -> seen.putIfAbsent(m.messageId(), m));
+    }
+    List<DeadLetteredMessage> out = new ArrayList<>();
+    List<ChangeMessageVisibilityBatchRequestEntry> back = new ArrayList<>();
+    for (Message m : seen.values()) {
+      SqsInboundMessage read = SqsInboundMessage.of(queue + "-dlq", m, Instant.now());
+      out.add(new DeadLetteredMessage(read.headers(), read.payload()));
+      back.add(ChangeMessageVisibilityBatchRequestEntry.builder().id(Integer.toString(back.size()))
+          .receiptHandle(m.receiptHandle()).visibilityTimeout(0).build());
+      if (back.size() == 10) {
+        List<ChangeMessageVisibilityBatchRequestEntry> entries = List.copyOf(back);
+        client().changeMessageVisibilityBatch(b -> b.queueUrl(dlq).entries(entries));
+        back.clear();
+      }
+    }
+    if (!back.isEmpty()) {
+      client().changeMessageVisibilityBatch(b -> b.queueUrl(dlq).entries(back));
+    }
+    return out;
+  }
+
+  private List<Message> receive(String url) {
+    return client().receiveMessage(b -> b.queueUrl(url).maxNumberOfMessages(10).waitTimeSeconds(1)
+        .visibilityTimeout(60).messageAttributeNames("All")
+        .messageSystemAttributeNames(MessageSystemAttributeName.ALL)).messages();
   }
 
   @Override
