@@ -10,6 +10,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.slf4j.Logger;
@@ -45,6 +46,13 @@ final class DeadLetterPublisher {
       LOG.info("record {} dead-lettered to {}-{}@{}: {}",
           id, written.topic(), written.partition(), written.offset(), reason);
     } catch (ExecutionException e) {
+      if (e.getCause() instanceof RecordTooLargeException) {
+        throw new IdempotencyException("could not dead-letter record " + id + " to " + copy.topic()
+            + ": the copy (the record plus its reason headers) is larger than the dead-letter topic"
+            + " or the producer accepts; raise the topic's max.message.bytes and the producer's"
+            + " max.request.size above the source topic's limit. The record stays uncommitted and is"
+            + " retried: " + e.getCause(), e.getCause());
+      }
       throw new IdempotencyException(
           "could not dead-letter record " + id + " to " + copy.topic() + ": " + e.getCause(), e.getCause());
     } catch (InterruptedException e) {

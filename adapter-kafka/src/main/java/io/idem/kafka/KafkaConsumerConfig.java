@@ -63,6 +63,13 @@ public final class KafkaConsumerConfig {
    */
   public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
 
+  /**
+   * Default {@code max.request.size} of the dead-letter producer: {@value} bytes (1 MiB + 64 KiB),
+   * so that the copy of a record at Kafka's default 1 MiB limit, plus its reason headers, can be
+   * sent. Override with {@code producerProperty("max.request.size", …)}.
+   */
+  public static final int DEFAULT_DEAD_LETTER_MAX_REQUEST_SIZE = 1024 * 1024 + 64 * 1024;
+
   /** Default {@code auto.offset.reset} unless given as a consumer property: {@value}. */
   public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
 
@@ -222,6 +229,10 @@ public final class KafkaConsumerConfig {
     props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
     props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
     props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30_000);
+    // A dead-letter copy is the original record plus a few hundred bytes of reason headers: a
+    // record just under the source topic's limit must still fit (the .DLT topic's own
+    // max.message.bytes must allow it too, see KafkaIdempotentConsumer).
+    props.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, DEFAULT_DEAD_LETTER_MAX_REQUEST_SIZE);
     props.putAll(producerProperties);
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
     props.put(ProducerConfig.ACKS_CONFIG, "all");

@@ -55,7 +55,12 @@ import org.slf4j.LoggerFactory;
  *       {@link io.idem.DeadLetterReason#toHeaders()} and {@link #HEADER_ORIGINAL_TOPIC},
  *       {@link #HEADER_ORIGINAL_PARTITION}, {@link #HEADER_ORIGINAL_OFFSET},
  *       {@link #HEADER_ORIGINAL_TIMESTAMP}. The offset advances only after the broker acknowledged
- *       the copy; a failed send leaves it and the record comes back after a backoff.
+ *       the copy; a failed send leaves it and the record comes back after a backoff. The copy is
+ *       a few hundred bytes larger than the record: give the dead-letter topic a
+ *       {@code max.message.bytes} above the source topic's (the producer's {@code
+ *       max.request.size} defaults to {@link KafkaConsumerConfig#DEFAULT_DEAD_LETTER_MAX_REQUEST_SIZE}),
+ *       or a record at the size limit cannot be dead-lettered and holds its partition, logged as
+ *       an error on every retry.
  *   <li><b>Rebalances</b>: settled offsets of revoked partitions are committed in
  *       {@code onPartitionsRevoked}; lost partitions are forgotten without a commit.
  *   <li><b>Bounded work per poll</b>: at most {@link KafkaConsumerConfig#maxPollRecords()} records,
