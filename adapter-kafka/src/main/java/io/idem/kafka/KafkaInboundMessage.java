@@ -1,11 +1,7 @@
 package io.idem.kafka;
 
 import io.idem.InboundMessage;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CharsetDecoder;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
+import io.idem.spi.Utf8;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -85,7 +81,7 @@ public final class KafkaInboundMessage implements InboundMessage {
       if (value == null) {
         continue;
       }
-      String text = decodeUtf8(value);
+      String text = Utf8.decodeStrict(value);
       if (text == null) {
         undecodable.add(name);
       } else {
@@ -98,22 +94,6 @@ public final class KafkaInboundMessage implements InboundMessage {
         Collections.unmodifiableSet(undecodable),
         deliveryAttempt,
         receivedAt);
-  }
-
-  /**
-   * Decodes {@code bytes} as strict UTF-8.
-   *
-   * @return the text, or {@code null} when the bytes are not well-formed UTF-8
-   */
-  static @Nullable String decodeUtf8(byte[] bytes) {
-    CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-        .onMalformedInput(CodingErrorAction.REPORT)
-        .onUnmappableCharacter(CodingErrorAction.REPORT);
-    try {
-      return decoder.decode(ByteBuffer.wrap(bytes)).toString();
-    } catch (CharacterCodingException e) {
-      return null;
-    }
   }
 
   /** {@code <topic>-<partition>@<offset>}, the form used by {@link #brokerMessageId()}. */

@@ -1,10 +1,7 @@
 package io.idem.rabbitmq;
 
 import com.rabbitmq.client.LongString;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
+import io.idem.spi.Utf8;
 import java.util.Collections;
 import java.util.Date;
 import java.util.LinkedHashMap;
@@ -38,7 +35,7 @@ final class AmqpHeaders {
           : value instanceof byte[] b ? b
           : null;
       if (bytes != null) {
-        String decoded = strictUtf8(bytes);
+        String decoded = Utf8.decodeStrict(bytes);
         if (decoded == null) {
           undecodable.add(name);
         } else {
@@ -54,16 +51,4 @@ final class AmqpHeaders {
         Collections.unmodifiableMap(text), Collections.unmodifiableSet(undecodable));
   }
 
-  /** The text, or {@code null} when the bytes are not valid UTF-8 (never replaced with U+FFFD). */
-  static @Nullable String strictUtf8(byte[] bytes) {
-    try {
-      return StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(bytes))
-          .toString();
-    } catch (CharacterCodingException e) {
-      return null;
-    }
-  }
 }

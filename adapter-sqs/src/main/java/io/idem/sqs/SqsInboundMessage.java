@@ -1,10 +1,7 @@
 package io.idem.sqs;
 
 import io.idem.InboundMessage;
-import java.nio.ByteBuffer;
-import java.nio.CharBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
+import io.idem.spi.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Base64;
@@ -112,21 +109,9 @@ public final class SqsInboundMessage implements InboundMessage {
     }
     if (type.startsWith("Binary")) {
       SdkBytes bytes = value.binaryValue();
-      return bytes == null ? null : strictUtf8(bytes.asByteArray());
+      return bytes == null ? null : Utf8.decodeStrict(bytes.asByteArray());
     }
     return value.stringValue();
-  }
-
-  private static @Nullable String strictUtf8(byte[] bytes) {
-    try {
-      CharBuffer chars = StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(bytes));
-      return chars.toString();
-    } catch (CharacterCodingException e) {
-      return null;
-    }
   }
 
   private static byte[] payload(Message message, Map<String, String> headers) {
@@ -255,7 +240,7 @@ public final class SqsInboundMessage implements InboundMessage {
     if (payload.length == 0) {
       throw new IllegalArgumentException("payload must not be empty (SQS refuses empty message bodies)");
     }
-    String text = strictUtf8(payload);
+    String text = Utf8.decodeStrict(payload);
     if (text == null) {
       return null;
     }

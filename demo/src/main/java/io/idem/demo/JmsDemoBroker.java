@@ -2,6 +2,7 @@ package io.idem.demo;
 
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.Utf8;
 import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.ArtemisFixture.AddressPolicy;
 import io.idem.jms.JmsConsumerConfig;

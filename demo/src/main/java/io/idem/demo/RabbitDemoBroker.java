@@ -10,6 +10,7 @@ import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.MessageProperties;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.Utf8;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
