@@ -1,15 +1,12 @@
 package io.idem.benchmarks;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.idem.IdempotencyKeyExtractor;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.spi.Acknowledgement;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
-import io.idem.testkit.InMemoryProcessedEventStore;
-import io.idem.testkit.InMemoryTransaction;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -36,20 +33,20 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Throughput of {@link IdempotentConsumer#process} per message, broker excluded: the PostgreSQL
- * transaction for a new key (claim + one business insert + commit), for a duplicate (claim that
- * finds the committed marker), and the pipeline's own overhead on the in-memory store.
+ * Throughput of {@link IdempotentConsumer#process} on PostgreSQL, broker excluded: the
+ * transaction for a new key (claim + one business insert + commit) and for a duplicate (a claim
+ * that finds the committed marker, then the fingerprint read), one thread.
  *
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar} (PostgreSQL resolved like the tests:
  * IDEM_POSTGRES_URL, else 127.0.0.1:5432, else embedded). Results: BENCHMARKS.md.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 2, time = 3)
-@Measurement(iterations = 3, time = 5)
+@Warmup(iterations = 3, time = 3)
+@Measurement(iterations = 5, time = 5)
 @Fork(value = 1, jvmArgsAppend = {"-Xmx512m", "-Didem.testcontainers=false"})
 @State(Scope.Benchmark)
-public class PipelineBenchmark {
+public class PostgresPipelineBenchmark {
   private static final byte[] PAYLOAD =
       "{\"type\":\"OrderPaid\",\"orderId\":\"o-1\",\"amountCents\":4200,\"currency\":\"EUR\"}"
           .getBytes(StandardCharsets.UTF_8);
@@ -61,8 +58,6 @@ public class PipelineBenchmark {
 
   private HikariDataSource dataSource;
   private IdempotentConsumer<SqlSession> postgres;
-  private IdempotentConsumer<InMemoryTransaction> inMemory;
-  private IdempotentConsumer<InMemoryTransaction> inMemoryJsonPointer;
   private final AtomicLong sequence = new AtomicLong();
   private InboundMessage duplicate;
 
@@ -85,13 +80,6 @@ public class PipelineBenchmark {
             ps.executeUpdate();
           }
         })
-        .build();
-    inMemory = IdempotentConsumer.builder(new InMemoryProcessedEventStore())
-        .consumerGroup("bench").handler((message, tx) -> { }).build();
-    inMemoryJsonPointer = IdempotentConsumer.builder(new InMemoryProcessedEventStore())
-        .consumerGroup("bench").handler((message, tx) -> { })
-        .keyExtractor(IdempotencyKeyExtractor.jsonPointer("/orderId"))
-        .detectPayloadConflicts(false)
         .build();
     duplicate = message("duplicate-key");
     postgres.process(duplicate, NO_BROKER);
@@ -118,17 +106,4 @@ public class PipelineBenchmark {
     return postgres.process(duplicate, NO_BROKER);
   }
 
-  /** The pipeline alone (header key, SHA-256, listeners) on the in-memory store. */
-  @Benchmark
-  public ProcessingOutcome inMemoryNewKey() {
-    return inMemory.process(message("m-" + sequence.incrementAndGet()), NO_BROKER);
-  }
-
-  /** The same with the key read from the JSON payload (Jackson parse per message). */
-  @Benchmark
-  public ProcessingOutcome inMemoryJsonPointerKey() {
-    byte[] payload = ("{\"orderId\":\"j-" + sequence.incrementAndGet() + "\",\"amountCents\":4200}")
-        .getBytes(StandardCharsets.UTF_8);
-    return inMemoryJsonPointer.process(InboundMessage.builder("orders", payload).build(), NO_BROKER);
-  }
 }
