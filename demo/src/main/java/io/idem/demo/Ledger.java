@@ -74,14 +74,19 @@ public record Ledger(
         row("effects applied", Long.toString(effects)),
         row("doubled effects", Long.toString(doubled)),
         row("missing effects", Long.toString(missing)),
-        row("dead-lettered", deadLettered + " (expected " + expectedDeadLetters + " without a key"
+        row("dead-lettered", deadLettered + " (expected " + expectedDeadLetters
+            + (expectedDeadLetters > 0 ? ": the messages without a key" : "")
             + (wrongDeadLetters > 0 ? "; " + wrongDeadLetters + " WRONG" : "")
             + (deadLettered > expectedDeadLetters && wrongDeadLetters == 0
-                ? "; " + (deadLettered - expectedDeadLetters) + " second copies" : "") + ")"),
+                ? "; " + extraCopies(deadLettered - expectedDeadLetters) : "") + ")"),
         row("consumer crashes", crashes + "/" + plannedCrashes + (crashPoint == null
             ? " (SIGKILL at random points)" : " (halted at " + crashPoint + ")")),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s (%.1f s)", eventsPerSecond(), seconds)),
         row("result", ok() ? "OK: every order applied exactly once" : "FAILED"));
+  }
+
+  private static String extraCopies(long n) {
+    return n + (n == 1 ? " extra copy" : " extra copies") + " of them, dead-lettered again after a crash";
   }
 
   private static String row(String name, String value) {

@@ -88,11 +88,7 @@ public final class MigrationRun {
       List<List<OrderEvents.Event>> phases = List.of(all.subList(0, cut1), all.subList(cut1, cut2),
           all.subList(cut2, all.size()));
       long unique = stream.orderIds().size();
-      long[] crashAt = new long[crashes];
-      for (int i = 0; i < crashes; i++) {
-        crashAt[i] = (long) (unique * (0.05 + 0.8 * random.nextDouble()));
-      }
-      Arrays.sort(crashAt);
+      long[] crashAt = crashPlan(phases, crashes, random);
 
       Children children = new Children(oldDestination, newDestination, group, db.schema, crashAt, tag);
       long start = System.nanoTime();
@@ -144,6 +140,30 @@ public final class MigrationRun {
           phases.get(2).size(), seen.deliveries(from.name()), seen.duplicates(from.name()),
           seen.deliveries(to.name()), seen.duplicates(to.name()));
     }
+  }
+
+  /**
+   * When to kill the consumer, in orders applied: the first crash during the cutover (the phase
+   * that matters most), the next ones in the old-only, then the new-only phase, and so on round;
+   * each at a random point of its phase. Sorted.
+   */
+  static long[] crashPlan(List<List<OrderEvents.Event>> phases, int crashes, Random random) {
+    long[] ordersBefore = new long[phases.size() + 1];
+    Set<String> seen = new LinkedHashSet<>();
+    for (int p = 0; p < phases.size(); p++) {
+      phases.get(p).forEach(e -> seen.add(e.orderId()));
+      ordersBefore[p + 1] = seen.size();
+    }
+    int[] order = {1, 0, 2};
+    long[] crashAt = new long[crashes];
+    for (int i = 0; i < crashes; i++) {
+      int phase = order[i % order.length];
+      long from = ordersBefore[phase];
+      long span = ordersBefore[phase + 1] - from;
+      crashAt[i] = from + (long) (span * (0.1 + 0.8 * random.nextDouble()));
+    }
+    Arrays.sort(crashAt);
+    return crashAt;
   }
 
   /** The consumer processes of one run: the current one, and the SIGKILLs and restarts. */
@@ -255,7 +275,10 @@ public final class MigrationRun {
       return this;
     }
 
-    /** How many times the consumer process is killed (SIGKILL) at a random moment; default 0. */
+    /**
+     * How many times the consumer process is killed (SIGKILL) at a random moment; default 0. The
+     * first crash falls in the cutover, the next in the old-only phase, then the new-only one.
+     */
     public Builder crashes(int value) {
       this.crashes = value;
       return this;
