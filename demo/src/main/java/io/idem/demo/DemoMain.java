@@ -120,6 +120,7 @@ public final class DemoMain implements Callable<Integer> {
     }
     List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
     List<Ledger> ledgers = new ArrayList<>();
+    List<String> errors = new ArrayList<>();
     for (String name : names) {
       try (DemoBroker b = DemoBrokers.create(name)) {
         out.println("[" + name + "] " + b.start());
@@ -127,14 +128,22 @@ public final class DemoMain implements Callable<Integer> {
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).output(out::println).build().run();
         out.println(ledger.describe());
         ledgers.add(ledger);
+      } catch (RuntimeException e) {
+        if (names.size() == 1) {
+          throw e;
+        }
+        // with --broker all, one broker that cannot be had must not hide the others' ledgers
+        errors.add(name + ": " + e);
+        out.println("[" + name + "] FAILED: " + e);
       }
     }
-    if (ledgers.size() > 1) {
+    if (names.size() > 1) {
       out.println();
       out.print(Ledger.table(ledgers));
+      errors.forEach(error -> out.println("not run: " + error));
     }
     out.flush();
-    return ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+    return errors.isEmpty() && ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
   }
 
   private int migrate(long baseSeed) throws InterruptedException {
