@@ -11,13 +11,19 @@ import io.idem.NonRetryableException;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.fixtures.ChildJvm;
+import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
 
@@ -25,23 +31,94 @@ import org.jspecify.annotations.Nullable;
  * The demo's consumer, run as a child process that the demo kills at random moments. It is what
  * an application using Idem looks like: a MyBatis store, a handler doing one mapper call, and an
  * adapter consumer. Arguments: {@code --broker= --destination= --group= --schema=} plus the
- * broker's connection arguments. Prints {@code READY}, one {@code OUTCOME <outcome>} line per
- * settled delivery, and {@code STOPPED} after a graceful shutdown (SIGTERM).
+ * brokers' connection arguments; {@code --broker} and {@code --destination} may list several
+ * brokers, comma-separated (a migration: one consumer group and one store, an adapter per broker).
+ * Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled delivery, and
+ * {@code STOPPED} after a graceful shutdown (SIGTERM).
  */
 public final class ConsumerProcess {
+  /** Start of the line printed per settled delivery: {@value}, then the outcome and the broker. */
+  static final String OUTCOME_PREFIX = "OUTCOME ";
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
 
   private ConsumerProcess() {}
 
+  /**
+   * Starts a consumer process for {@code brokers} (started, in the parent), each consuming the
+   * destination at the same position of {@code destinations}, in consumer group {@code group}
+   * with the store in {@code schema}. Its output lines, except the {@code OUTCOME} ones, go to
+   * {@code out} indented.
+   *
+   * @param jvmArgs extra JVM options, e.g. the crash injector's {@code -Didem.crash.point=}
+   */
+  static ChildJvm start(String name, List<DemoBroker> brokers, List<String> destinations, String group,
+      String schema, List<String> jvmArgs, Consumer<String> out) {
+    if (brokers.isEmpty() || brokers.size() != destinations.size()) {
+      throw new IllegalArgumentException("brokers and destinations must be as many and not empty, but were "
+          + brokers.size() + " and " + destinations.size());
+    }
+    List<String> args = new ArrayList<>(List.of(
+        "--broker=" + brokers.stream().map(DemoBroker::name).collect(Collectors.joining(",")),
+        "--destination=" + String.join(",", destinations), "--group=" + group, "--schema=" + schema));
+    brokers.forEach(b -> args.addAll(b.connectionArgs()));
+    List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false"));
+    allJvmArgs.addAll(jvmArgs);
+    PostgresFixture pg = PostgresFixture.shared();
+    return ChildJvm.start(name, ConsumerProcess.class, allJvmArgs, args,
+        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
+            "IDEM_POSTGRES_PASSWORD", pg.password()),
+        line -> {
+          if (!line.contains(OUTCOME_PREFIX)) {
+            out.accept("  " + line);
+          }
+        });
+  }
+
   public static void main(String[] args) throws Exception {
     Map<String, String> options = parse(args);
-    DemoBroker broker = DemoBrokers.forConsumer(required(options, "broker"), options);
-    DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4);
+    List<String> brokerNames = List.of(required(options, "broker").split(","));
+    List<String> destinations = List.of(required(options, "destination").split(","));
+    if (brokerNames.size() != destinations.size()) {
+      throw new IllegalArgumentException("--broker= and --destination= must list as many, but were "
+          + brokerNames + " and " + destinations);
+    }
+    DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4 * brokerNames.size());
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(db.sessions()).build();
+    CrashInjector crashes = CrashInjector.fromSystemProperties();
+    List<DemoBroker> brokers = new ArrayList<>();
+    List<BrokerConsumer> consumers = new ArrayList<>();
+    for (int i = 0; i < brokerNames.size(); i++) {
+      DemoBroker broker = DemoBrokers.forConsumer(brokerNames.get(i), options);
+      brokers.add(broker);
+      consumers.add(broker.consumer(destinations.get(i), pipeline(store, required(options, "group"),
+          broker.name(), crashes)));
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      consumers.forEach(BrokerConsumer::close);
+      brokers.forEach(DemoBroker::close);
+      db.close();
+      synchronized (OUT) {
+        OUT.println("STOPPED");
+        OUT.flush();
+      }
+      stopped.countDown();
+    }, "demo-consumer-shutdown"));
+    consumers.forEach(BrokerConsumer::start);
+    synchronized (OUT) {
+      OUT.println("READY");
+      OUT.flush();
+    }
+    stopped.await();
+  }
 
-    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
-        .consumerGroup(required(options, "group"))
+  // One pipeline per broker, all on the same store and consumer group: a key claimed through one
+  // broker is a duplicate on the other.
+  private static IdempotentConsumer<SqlSession> pipeline(
+      MyBatisProcessedEventStore store, String group, String brokerName, CrashInjector crashes) {
+    return IdempotentConsumer.builder(store)
+        .consumerGroup(group)
         .handler((message, session) -> {
           JsonNode order = parseOrder(message);
           session.getMapper(PaymentMapper.class)
@@ -54,32 +131,13 @@ public final class ConsumerProcess {
           public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
               ProcessingOutcome outcome, Duration elapsed) {
             synchronized (OUT) {
-              OUT.println("OUTCOME " + outcome);
+              OUT.println(OUTCOME_PREFIX + outcome + " " + brokerName);
               OUT.flush();
             }
           }
         })
-        .listener(CrashInjector.fromSystemProperties())
+        .listener(crashes)
         .build();
-
-    BrokerConsumer consumer = broker.consumer(required(options, "destination"), pipeline);
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      consumer.close();
-      broker.close();
-      db.close();
-      synchronized (OUT) {
-        OUT.println("STOPPED");
-        OUT.flush();
-      }
-      stopped.countDown();
-    }, "demo-consumer-shutdown"));
-    consumer.start();
-    synchronized (OUT) {
-      OUT.println("READY");
-      OUT.flush();
-    }
-    stopped.await();
   }
 
   private static JsonNode parseOrder(InboundMessage message) {

@@ -1,8 +1,10 @@
 package io.idem.demo;
 
+import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -18,9 +20,22 @@ import picocli.CommandLine.Option;
     description = {
       "Publishes OrderPaid events (a share of them producer retries with the same business id),",
       "consumes them with Idem in a child process that is killed with SIGKILL at random points and",
-      "restarted, then prints a ledger. Exits 1 when any effect is doubled or missing."
+      "restarted, then prints a ledger. Exits 1 when any effect is doubled or missing.",
+      "With --migrate-from and --migrate-to it rehearses moving the consumer from one broker to",
+      "another instead: old broker only, then both (dual-published), then the new one only."
     })
 public final class DemoMain implements Callable<Integer> {
+  private final PrintStream out;
+
+  /** The command on standard output. */
+  public DemoMain() {
+    this(System.out);
+  }
+
+  /** The command printing its progress and ledgers to {@code out} (for tests). */
+  public DemoMain(PrintStream out) {
+    this.out = Objects.requireNonNull(out, "out");
+  }
 
   @Option(names = "--broker", defaultValue = "kafka",
       description = "Broker to run on: ${COMPLETION-CANDIDATES} or all (default: ${DEFAULT-VALUE}).",
@@ -48,6 +63,16 @@ public final class DemoMain implements Callable<Integer> {
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
 
+  @Option(names = "--migrate-from", paramLabel = "BROKER",
+      description = "Rehearse a migration from this broker (${COMPLETION-CANDIDATES}); needs --migrate-to.",
+      completionCandidates = BrokerNames.class)
+  String migrateFrom;
+
+  @Option(names = "--migrate-to", paramLabel = "BROKER",
+      description = "Rehearse a migration to this broker (${COMPLETION-CANDIDATES}); needs --migrate-from.",
+      completionCandidates = BrokerNames.class)
+  String migrateTo;
+
   static final class BrokerNames extends ArrayList<String> {
     private static final long serialVersionUID = 1L;
 
@@ -72,24 +97,65 @@ public final class DemoMain implements Callable<Integer> {
     if (crashes < 0) {
       throw new CommandLine.ParameterException(new CommandLine(this), "--crashes must be >= 0, but was " + crashes);
     }
-    // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
-    System.setProperty("idem.testcontainers", "false");
-    List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
-    List<Ledger> ledgers = new ArrayList<>();
-    long baseSeed = seed != null ? seed : System.nanoTime();
-    for (String name : names) {
-      try (DemoBroker b = DemoBrokers.create(name)) {
-        System.out.println("[" + name + "] " + b.start());
-        Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
-            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).build().run();
-        System.out.println(ledger.describe());
-        ledgers.add(ledger);
+    if ((migrateFrom == null) != (migrateTo == null)) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--migrate-from and --migrate-to go together, but only " + (migrateFrom == null ? "--migrate-to" : "--migrate-from")
+              + " was given");
+    }
+    for (String name : migrateFrom == null ? List.of(broker) : List.of(migrateFrom, migrateTo)) {
+      if (!DemoBrokers.NAMES.contains(name) && !(migrateFrom == null && name.equals("all"))) {
+        throw new CommandLine.ParameterException(new CommandLine(this), "broker must be one of "
+            + DemoBrokers.NAMES + (migrateFrom == null ? " or all" : "") + ", but was '" + name + "'");
       }
     }
-    if (ledgers.size() > 1) {
-      System.out.println();
-      System.out.print(Ledger.table(ledgers));
+    if (migrateFrom != null && migrateFrom.equals(migrateTo)) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--migrate-from and --migrate-to must differ, but both were '" + migrateFrom + "'");
     }
-    return ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+    // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
+    System.setProperty("idem.testcontainers", "false");
+    long baseSeed = seed != null ? seed : System.nanoTime();
+    if (migrateFrom != null) {
+      return migrate(baseSeed);
+    }
+    List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
+    List<Ledger> ledgers = new ArrayList<>();
+    List<String> errors = new ArrayList<>();
+    for (String name : names) {
+      try (DemoBroker b = DemoBrokers.create(name)) {
+        out.println("[" + name + "] " + b.start());
+        Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
+            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).output(out::println).build().run();
+        out.println(ledger.describe());
+        ledgers.add(ledger);
+      } catch (RuntimeException e) {
+        if (names.size() == 1) {
+          throw e;
+        }
+        // with --broker all, one broker that cannot be had must not hide the others' ledgers
+        errors.add(name + ": " + e);
+        out.println("[" + name + "] FAILED: " + e);
+      }
+    }
+    if (names.size() > 1) {
+      out.println();
+      out.print(Ledger.table(ledgers));
+      errors.forEach(error -> out.println("not run: " + error));
+    }
+    out.flush();
+    return errors.isEmpty() && ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+  }
+
+  private int migrate(long baseSeed) throws InterruptedException {
+    try (DemoBroker from = DemoBrokers.create(migrateFrom); DemoBroker to = DemoBrokers.create(migrateTo)) {
+      out.println("[" + from.name() + "] " + from.start());
+      out.println("[" + to.name() + "] " + to.start());
+      MigrationLedger ledger = MigrationRun.builder(from, to).events(events).duplicateRate(duplicateRate)
+          .crashes(crashes).seed(baseSeed).timeout(timeout).keepSchema(keepSchema).output(out::println)
+          .build().run();
+      out.println(ledger.describe());
+      out.flush();
+      return ledger.ok() ? 0 : 1;
+    }
   }
 }

@@ -4,13 +4,11 @@ import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashPoint;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
 import java.util.function.Consumer;
@@ -23,10 +21,15 @@ import org.jspecify.annotations.Nullable;
  * <p>Crashes are either SIGKILLs from this process at random moments ({@code crashPoint} null,
  * the demo's default) or halts the child injects itself at a {@link CrashPoint}
  * ({@link CrashInjector}) after a random number of messages. Optional poison messages (no key)
- * must all end up dead-lettered, and nothing else.
+ * must all end up dead-lettered, and nothing else: the dead-letter destination is read back
+ * ({@link DeadLetterBrowser}) and compared message by message.
+ *
+ * <p>Not thread-safe; one run at a time per instance. Runs on different brokers or with different
+ * seeds use their own schema, destination and consumer group, so they may run side by side.
  */
 public final class LedgerRun {
   private static final Duration POLL = Duration.ofMillis(50);
+  private static final Duration IDLE_BEFORE_GIVING_UP = Duration.ofSeconds(3);
 
   private final DemoBroker broker;
   private final int events;
@@ -70,8 +73,12 @@ public final class LedgerRun {
       broker.createDestination(destination);
       OrderEvents stream = OrderEvents.generate(events, duplicateRate, seed, runId);
       db.recordPublished(stream.orderIds());
+      List<String> poisonIds = new ArrayList<>();
+      for (int i = 0; i < poisonMessages; i++) {
+        poisonIds.add(runId + "-keyless-" + i);
+      }
       long publishStart = System.nanoTime();
-      publish(destination, stream, random, tag);
+      publish(destination, stream, poisonIds, random, tag);
       out.accept(String.format(Locale.ROOT,
           "%spublished %d events (%d orders + %d producer retries%s) to %s in %.1f s",
           tag, stream.events().size(), stream.orderIds().size(), stream.retries(),
@@ -90,9 +97,10 @@ public final class LedgerRun {
       long deadline = start + timeout.toNanos();
       int crashed = 0;
       int unexpectedExits = 0;
-      ChildJvm child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
+      ChildJvm child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
       children.add(child);
       long lastReport = 0;
+      long idleSince = 0;
       while (true) {
         Thread.sleep(POLL.toMillis());
         long applied = db.ordersApplied();
@@ -103,7 +111,7 @@ public final class LedgerRun {
           out.accept(String.format(Locale.ROOT,
               "%scrash %d/%d: consumer killed (SIGKILL) at %d/%d orders applied; restarting",
               tag, crashed, crashes, applied, unique));
-          child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
+          child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
@@ -121,7 +129,7 @@ public final class LedgerRun {
               break;
             }
           }
-          child = startConsumer(destination, group, db.schema, children.size() + 1, crashed, random);
+          child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
@@ -131,11 +139,23 @@ public final class LedgerRun {
               tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes, (now - start) / 1e9));
         }
         boolean allApplied = applied >= unique && broker.deadLettered(destination) >= poisonMessages;
-        if (allApplied && crashed >= crashes && broker.pending(destination, group) == 0) {
+        boolean drained = allApplied && broker.pending(destination, group) == 0;
+        if (drained && crashed >= crashes) {
           break;
         }
         if (allApplied && crashed < crashes && crashPoint == null) {
           crashAt[crashed] = applied; // finished before the planned point: crash it while it idles
+        }
+        if (drained && crashPoint != null) {
+          // nothing left to pass the crash point: waiting longer cannot make the crash happen
+          idleSince = idleSince == 0 ? now : idleSince;
+          if (now - idleSince > IDLE_BEFORE_GIVING_UP.toNanos()) {
+            out.accept(tag + "every message was settled before planned crash " + (crashed + 1) + "/"
+                + crashes + " at " + crashPoint + " could happen; stopping");
+            break;
+          }
+        } else {
+          idleSince = 0;
         }
         if (now > deadline) {
           out.accept(tag + "timed out after " + timeout + " with " + crashed + "/" + crashes + " crashes");
@@ -144,19 +164,15 @@ public final class LedgerRun {
       }
       double seconds = (System.nanoTime() - start) / 1e9;
       child.stop(Duration.ofSeconds(60));
-      long deliveries = 0;
-      long duplicates = 0;
-      for (ChildJvm c : children) {
-        for (String line : c.lines()) {
-          if (line.startsWith("OUTCOME ")) {
-            deliveries++;
-            duplicates += line.equals("OUTCOME DUPLICATE") ? 1 : 0;
-          }
-        }
+      ConsumerOutput seen = ConsumerOutput.of(children);
+      List<DeadLetter> deadLetters = DeadLetterBrowser.browse(broker.name(), destination);
+      long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds);
+      if (wrong > 0) {
+        out.accept(tag + "dead-letter destination: " + DeadLetterCheck.describe(deadLetters, poisonIds));
       }
-      Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique, deliveries,
-          duplicates, db.effects(), db.doubled(), db.missing() + db.unexpected(),
-          broker.deadLettered(destination), poisonMessages, crashed, crashes, crashPoint, seconds);
+      Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique,
+          seen.deliveries(), seen.duplicates(), db.effects(), db.doubled(), db.missing() + db.unexpected(),
+          deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         broker.deleteDestination(destination);
@@ -165,15 +181,14 @@ public final class LedgerRun {
     }
   }
 
-  private void publish(String destination, OrderEvents stream, Random random, String tag) {
+  private void publish(
+      String destination, OrderEvents stream, List<String> poisonIds, Random random, String tag) {
     List<Outbound> all = new ArrayList<>();
     for (OrderEvents.Event e : stream.events()) {
       all.add(Outbound.keyed(e.orderId(), e.payload()));
     }
-    for (int i = 0; i < poisonMessages; i++) {
-      byte[] payload = ("{\"type\":\"OrderPaid\",\"note\":\"no idempotency key\",\"n\":" + i + "}")
-          .getBytes(StandardCharsets.UTF_8);
-      all.add(random.nextInt(all.size() + 1), new Outbound(Map.of("x-poison", new byte[] {'1'}), payload));
+    for (String poisonId : poisonIds) {
+      all.add(random.nextInt(all.size() + 1), DeadLetterCheck.keyless(poisonId));
     }
     int sent = 0;
     for (int from = 0; from < all.size(); from += 1000) {
@@ -186,25 +201,29 @@ public final class LedgerRun {
     }
   }
 
-  private ChildJvm startConsumer(
-      String destination, String group, String schema, int generation, int crashed, Random random) {
-    List<String> args = new ArrayList<>(List.of(
-        "--broker=" + broker.name(), "--destination=" + destination, "--group=" + group, "--schema=" + schema));
-    args.addAll(broker.connectionArgs());
-    List<String> jvmArgs = new ArrayList<>(List.of("-Xmx256m", "-Didem.testcontainers=false"));
+  private ChildJvm startConsumer(String destination, String group, DemoDatabase db, long unique,
+      int generation, int crashed, Random random) {
+    List<String> jvmArgs = new ArrayList<>();
     if (crashPoint != null && crashed < crashes) {
       jvmArgs.add("-Didem.crash.point=" + crashPoint.name());
-      jvmArgs.add("-Didem.crash.after=" + (20 + random.nextInt(Math.max(1, events / Math.max(1, crashes + 1)))));
+      jvmArgs.add("-Didem.crash.after=" + crashAfter(unique - db.ordersApplied(), crashes - crashed, random));
     }
-    PostgresFixture pg = PostgresFixture.shared();
-    return ChildJvm.start("consumer-" + generation, ConsumerProcess.class, jvmArgs, args,
-        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
-            "IDEM_POSTGRES_PASSWORD", pg.password()),
-        line -> {
-          if (!line.contains("OUTCOME ")) {
-            out.accept("  " + line);
-          }
-        });
+    return ConsumerProcess.start("consumer-" + generation, List.of(broker), List.of(destination), group,
+        db.schema, jvmArgs, out);
+  }
+
+  /**
+   * How many passes of the crash point the next consumer makes before it halts: at most an even
+   * share of the orders still to apply, so that every remaining planned crash still finds a new
+   * order to halt on (the points after the handler are passed by new orders only).
+   */
+  static long crashAfter(long ordersLeft, int crashesLeft, Random random) {
+    long share = Math.max(0, ordersLeft) / (crashesLeft + 1);
+    if (share < 2) {
+      return 0;
+    }
+    long floor = share / 5;
+    return floor + (long) (random.nextDouble() * (share - floor));
   }
 
   private static String crashLine(ChildJvm child) {

@@ -1,14 +1,19 @@
 package io.idem.it;
 
 /**
- * How big the suite's runs are: {@code -Didem.it.scale=full} (Maven profile {@code long}) runs the
- * full sizes, anything else (the default, {@code ci}) the reduced ones.
+ * Test sizes: the default run ({@code idem.it.scale=ci}) is small enough for CI; the Maven profile
+ * {@code long} sets {@code idem.it.scale=full} for the long variants of the same tests.
  */
-final class Scale {
+public final class Scale {
   private Scale() {}
 
-  /** {@code full} under {@code -Didem.it.scale=full}, else {@code ci}. */
-  static int events(int ci, int full) {
-    return "full".equals(System.getProperty("idem.it.scale", "ci")) ? full : ci;
+  /** True when {@code -Didem.it.scale=full}. */
+  public static boolean full() {
+    return "full".equalsIgnoreCase(System.getProperty("idem.it.scale", "ci"));
+  }
+
+  /** {@code full} under {@code idem.it.scale=full}, else {@code ci}. */
+  public static int events(int ci, int full) {
+    return full() ? full : ci;
   }
 }

@@ -1,0 +1,80 @@
+package io.idem.demo;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.idem.DeadLetterCause;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The ledger's keyless messages: how they are published, and whether the dead-letter destination
+ * holds exactly them. Each carries its own id in the payload ({@value #ID_FIELD}), so a dead
+ * letter is matched to the message it came from, not merely counted.
+ */
+final class DeadLetterCheck {
+  /** Payload field carrying a keyless message's id: {@value}. */
+  static final String ID_FIELD = "keylessId";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private DeadLetterCheck() {}
+
+  /** A message without any idempotency key, which the pipeline must dead-letter with {@code NO_KEY}. */
+  static Outbound keyless(String id) {
+    byte[] payload = ("{\"type\":\"OrderPaid\",\"note\":\"no idempotency key\",\"" + ID_FIELD + "\":\"" + id + "\"}")
+        .getBytes(StandardCharsets.UTF_8);
+    return new Outbound(Map.of("x-keyless", new byte[] {'1'}), payload);
+  }
+
+  /**
+   * Keyless messages missing from {@code found} (or found without cause {@code NO_KEY}), plus
+   * dead letters that are not one of {@code expectedIds}. Second copies of an expected message
+   * are not counted: dead-lettering is at least once (copy first, then remove the original).
+   */
+  static long wrong(List<DeadLetter> found, Collection<String> expectedIds) {
+    Set<String> expected = new HashSet<>(expectedIds);
+    Set<String> seen = new HashSet<>();
+    long wrong = 0;
+    for (DeadLetter d : found) {
+      String id = idOf(d);
+      if (id != null && expected.contains(id) && DeadLetterCause.NO_KEY.name().equals(d.cause())) {
+        seen.add(id);
+      } else {
+        wrong++;
+      }
+    }
+    return wrong + (expected.size() - seen.size());
+  }
+
+  /** What is wrong, for the log: the unexpected dead letters and the missing ids (at most 10 each). */
+  static String describe(List<DeadLetter> found, Collection<String> expectedIds) {
+    Set<String> missing = new HashSet<>(expectedIds);
+    List<String> unexpected = new ArrayList<>();
+    for (DeadLetter d : found) {
+      String id = idOf(d);
+      if (id != null && missing.contains(id) && DeadLetterCause.NO_KEY.name().equals(d.cause())) {
+        missing.remove(id);
+      } else if (id == null || !expectedIds.contains(id) || !DeadLetterCause.NO_KEY.name().equals(d.cause())) {
+        unexpected.add(d.cause() + " " + new String(d.payload(), StandardCharsets.UTF_8));
+      }
+    }
+    return found.size() + " dead letters; unexpected: " + unexpected.subList(0, Math.min(10, unexpected.size()))
+        + (unexpected.size() > 10 ? " …" : "") + "; keyless messages not dead-lettered: "
+        + missing.stream().limit(10).toList() + (missing.size() > 10 ? " …" : "");
+  }
+
+  private static @Nullable String idOf(DeadLetter d) {
+    try {
+      JsonNode node = JSON.readTree(d.payload());
+      return node != null && node.hasNonNull(ID_FIELD) ? node.get(ID_FIELD).asText() : null;
+    } catch (IOException e) {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,64 @@
+package io.idem.demo;
+
+import java.util.Locale;
+
+/**
+ * The result of a {@link MigrationRun}: the {@link Ledger} of the whole run (its broker named
+ * {@code old->new}) plus what each phase published and what each broker's consumer saw.
+ *
+ * @param ledger effects, doubled, missing, dead letters and crashes of the whole run
+ * @param from the old broker's name
+ * @param to the new broker's name
+ * @param oldOnly events published to the old broker only (phase 1)
+ * @param both events published to both brokers during the cutover (phase 2), counted once
+ * @param newOnly events published to the new broker only (phase 3)
+ * @param fromDeliveries deliveries settled from the old broker
+ * @param fromDuplicates of those, settled as duplicates
+ * @param toDeliveries deliveries settled from the new broker
+ * @param toDuplicates of those, settled as duplicates
+ */
+public record MigrationLedger(
+    Ledger ledger,
+    String from,
+    String to,
+    long oldOnly,
+    long both,
+    long newOnly,
+    long fromDeliveries,
+    long fromDuplicates,
+    long toDeliveries,
+    long toDuplicates) {
+
+  /** Whether the ledger is {@link Ledger#ok() ok}: every order applied exactly once. */
+  public boolean ok() {
+    return ledger.ok();
+  }
+
+  /** A multi-line report, one line per figure, starting with an empty line. */
+  public String describe() {
+    Ledger l = ledger;
+    return String.join("\n",
+        "",
+        "Migration ledger (" + from + " -> " + to + ": one consumer group, one store, both adapters running)",
+        row("phase 1: old only", String.format(Locale.ROOT, "%d events on %s", oldOnly, from)),
+        row("phase 2: cutover", String.format(Locale.ROOT, "%d events on %s AND on %s", both, from, to)),
+        row("phase 3: new only", String.format(Locale.ROOT, "%d events on %s", newOnly, to)),
+        row("messages published", l.published() + "  (" + l.uniqueOrders() + " orders; producer retries and"
+            + " cutover copies make the rest)"),
+        row("deliveries seen", String.format(Locale.ROOT, "%d  (%s %d, %s %d)",
+            l.deliveries(), from, fromDeliveries, to, toDeliveries)),
+        row("duplicates skipped", String.format(Locale.ROOT, "%d  (%s %d, %s %d)",
+            l.duplicatesSkipped(), from, fromDuplicates, to, toDuplicates)),
+        row("effects applied", Long.toString(l.effects())),
+        row("doubled effects", Long.toString(l.doubled())),
+        row("missing effects", Long.toString(l.missing())),
+        row("dead-lettered", l.deadLettered() + " (expected 0)"),
+        row("consumer crashes", l.crashes() + "/" + l.plannedCrashes() + " (SIGKILL at random points)"),
+        row("throughput", String.format(Locale.ROOT, "%.0f events/s (%.1f s)", l.eventsPerSecond(), l.seconds())),
+        row("result", ok() ? "OK: every order applied exactly once across both brokers" : "FAILED"));
+  }
+
+  private static String row(String name, String value) {
+    return String.format(Locale.ROOT, "  %-20s %s", name, value);
+  }
+}

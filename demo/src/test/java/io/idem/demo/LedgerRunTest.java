@@ -1,0 +1,26 @@
+package io.idem.demo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class LedgerRunTest {
+
+  @Test
+  void crashAfterLeavesEnoughOrdersForEveryRemainingCrash() {
+    Random random = new Random(1);
+    for (int i = 0; i < 10_000; i++) {
+      long ordersLeft = random.nextInt(5_000);
+      int crashesLeft = 1 + random.nextInt(5);
+      long after = LedgerRun.crashAfter(ordersLeft, crashesLeft, random);
+      assertThat(after).isBetween(0L, Math.max(0, ordersLeft / (crashesLeft + 1) - 1));
+    }
+  }
+
+  @Test
+  void crashAfterIsZeroWhenFewOrdersAreLeft() {
+    assertThat(LedgerRun.crashAfter(0, 1, new Random(1))).isZero();
+    assertThat(LedgerRun.crashAfter(3, 2, new Random(1))).isZero();
+  }
+}

@@ -1,0 +1,82 @@
+package io.idem.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.idem.demo.DemoBroker;
+import io.idem.demo.DemoBrokers;
+import io.idem.demo.Ledger;
+import io.idem.demo.LedgerRun;
+import io.idem.testkit.CrashPoint;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The crash matrix: on every broker, a consumer in a child JVM is killed several times during a
+ * run with producer duplicates and keyless messages — halting itself ({@code Runtime.halt}) at one
+ * of the pipeline's crash points, or SIGKILLed by this JVM at a random moment — and restarted.
+ * Afterwards the business table holds every order exactly once, and the dead-letter destination
+ * holds every keyless message and nothing else (read back from the broker).
+ *
+ * <p>CI scale: 240 events, 1 crash, 3 keyless messages per case (20 cases, each starting two
+ * child JVMs); {@code -Didem.it.scale=full} (profile {@code long}): 3,000 events, 4 crashes, 20
+ * keyless messages.
+ */
+class CrashMatrixIT {
+  private static final int EVENTS = Scale.events(240, 3_000);
+  private static final int CRASHES = Scale.events(1, 4);
+  private static final int KEYLESS = Scale.events(3, 20);
+
+  /** A crash point of {@link CrashPoint}, or {@code RANDOM_SIGKILL}: killed from outside. */
+  static Stream<Arguments> brokersAndCrashPoints() {
+    List<Arguments> cases = new ArrayList<>();
+    for (String broker : DemoBrokers.NAMES) {
+      for (CrashPoint point : CrashPoint.values()) {
+        cases.add(Arguments.of(broker, point.name()));
+      }
+      cases.add(Arguments.of(broker, "RANDOM_SIGKILL"));
+    }
+    return cases.stream();
+  }
+
+  @ParameterizedTest(name = "{0}, consumer killed at {1}")
+  @MethodSource("brokersAndCrashPoints")
+  @Timeout(value = 5, unit = TimeUnit.MINUTES)
+  void everyOrderIsAppliedOnceAndOnlyTheKeylessMessagesAreDeadLettered(String brokerName, String point)
+      throws Exception {
+    @Nullable CrashPoint crashPoint = point.equals("RANDOM_SIGKILL") ? null : CrashPoint.valueOf(point);
+    long seed = Long.getLong("idem.it.seed", System.nanoTime());
+    Ledger ledger;
+    try (DemoBroker broker = DemoBrokers.create(brokerName)) {
+      System.out.println("[" + brokerName + "] " + broker.start() + "; seed " + seed);
+      ledger = LedgerRun.builder(broker)
+          .events(EVENTS)
+          .duplicateRate(0.2)
+          .crashes(CRASHES)
+          .crashPoint(crashPoint)
+          .poisonMessages(KEYLESS)
+          .seed(seed)
+          .timeout(Duration.ofMinutes(4))
+          .build()
+          .run();
+    }
+    System.out.println(ledger.describe());
+
+    assertThat(ledger.crashes()).as("crashes that happened (seed %d)", seed).isEqualTo(CRASHES);
+    assertThat(ledger.doubled()).as("orders applied more than once (seed %d)", seed).isZero();
+    assertThat(ledger.missing()).as("orders never applied (seed %d)", seed).isZero();
+    assertThat(ledger.effects()).as("business rows").isEqualTo(ledger.uniqueOrders());
+    assertThat(ledger.wrongDeadLetters())
+        .as("keyless messages missing from the dead-letter destination plus anything else in it (seed %d)", seed)
+        .isZero();
+    assertThat(ledger.deadLettered()).as("messages in the dead-letter destination").isGreaterThanOrEqualTo(KEYLESS);
+    assertThat(ledger.ok()).isTrue();
+  }
+}
