@@ -1,5 +1,6 @@
 package io.idem.demo;
 
+import io.idem.testkit.DeadLetteredMessage;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.idem.DeadLetterCause;
@@ -37,11 +38,11 @@ final class DeadLetterCheck {
    * dead letters that are not one of {@code expectedIds}. Second copies of an expected message
    * are not counted: dead-lettering is at least once (copy first, then remove the original).
    */
-  static long wrong(List<DeadLetter> found, Collection<String> expectedIds) {
+  static long wrong(List<DeadLetteredMessage> found, Collection<String> expectedIds) {
     Set<String> expected = new HashSet<>(expectedIds);
     Set<String> seen = new HashSet<>();
     long wrong = 0;
-    for (DeadLetter d : found) {
+    for (DeadLetteredMessage d : found) {
       String id = idOf(d);
       if (id != null && expected.contains(id) && DeadLetterCause.NO_KEY.name().equals(d.cause())) {
         seen.add(id);
@@ -53,10 +54,10 @@ final class DeadLetterCheck {
   }
 
   /** What is wrong, for the log: the unexpected dead letters and the missing ids (at most 10 each). */
-  static String describe(List<DeadLetter> found, Collection<String> expectedIds) {
+  static String describe(List<DeadLetteredMessage> found, Collection<String> expectedIds) {
     Set<String> missing = new HashSet<>(expectedIds);
     List<String> unexpected = new ArrayList<>();
-    for (DeadLetter d : found) {
+    for (DeadLetteredMessage d : found) {
       String id = idOf(d);
       if (id != null && missing.contains(id) && DeadLetterCause.NO_KEY.name().equals(d.cause())) {
         missing.remove(id);
@@ -69,7 +70,7 @@ final class DeadLetterCheck {
         + missing.stream().limit(10).toList() + (missing.size() > 10 ? " …" : "");
   }
 
-  private static @Nullable String idOf(DeadLetter d) {
+  private static @Nullable String idOf(DeadLetteredMessage d) {
     try {
       JsonNode node = JSON.readTree(d.payload());
       return node != null && node.hasNonNull(ID_FIELD) ? node.get(ID_FIELD).asText() : null;

@@ -4,6 +4,7 @@ import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashPoint;
+import io.idem.testkit.DeadLetteredMessage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -22,7 +23,7 @@ import org.jspecify.annotations.Nullable;
  * the demo's default) or halts the child injects itself at a {@link CrashPoint}
  * ({@link CrashInjector}) after a random number of messages. Optional poison messages (no key)
  * must all end up dead-lettered, and nothing else: the dead-letter destination is read back
- * ({@link DeadLetterBrowser}) and compared message by message.
+ * ({@link DemoBroker#readDeadLetters}) and compared message by message.
  *
  * <p>Not thread-safe; one run at a time per instance. Runs on different brokers or with different
  * seeds use their own schema, destination and consumer group, so they may run side by side.
@@ -165,7 +166,7 @@ public final class LedgerRun {
       double seconds = (System.nanoTime() - start) / 1e9;
       child.stop(Duration.ofSeconds(60));
       ConsumerOutput seen = ConsumerOutput.of(children);
-      List<DeadLetter> deadLetters = DeadLetterBrowser.browse(broker.name(), destination);
+      List<DeadLetteredMessage> deadLetters = broker.readDeadLetters(destination);
       long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds);
       if (wrong > 0) {
         out.accept(tag + "dead-letter destination: " + DeadLetterCheck.describe(deadLetters, poisonIds));

@@ -1,5 +1,6 @@
 package io.idem.demo;
 
+import io.idem.testkit.DeadLetteredMessage;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import java.time.Duration;
@@ -121,8 +122,8 @@ public final class MigrationRun {
       double seconds = (System.nanoTime() - start) / 1e9;
       children.current.stop(Duration.ofSeconds(60));
       ConsumerOutput seen = ConsumerOutput.of(children.all);
-      List<DeadLetter> deadLetters = new ArrayList<>(DeadLetterBrowser.browse(from.name(), oldDestination));
-      deadLetters.addAll(DeadLetterBrowser.browse(to.name(), newDestination));
+      List<DeadLetteredMessage> deadLetters = new ArrayList<>(from.readDeadLetters(oldDestination));
+      deadLetters.addAll(to.readDeadLetters(newDestination));
       long wrong = DeadLetterCheck.wrong(deadLetters, List.of());
       if (wrong > 0) {
         out.accept(tag + "dead-letter destinations: " + DeadLetterCheck.describe(deadLetters, List.of()));

@@ -1,5 +1,6 @@
 package io.idem.demo;
 
+import io.idem.testkit.DeadLetteredMessage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
@@ -9,13 +10,13 @@ import org.junit.jupiter.api.Test;
 
 class DeadLetterCheckTest {
 
-  private static DeadLetter deadLetter(Outbound original, String cause) {
-    return new DeadLetter(Map.of("idem-dead-letter-cause", cause), original.payload());
+  private static DeadLetteredMessage deadLetter(Outbound original, String cause) {
+    return new DeadLetteredMessage(Map.of("idem-dead-letter-cause", cause), original.payload());
   }
 
   @Test
   void exactlyTheKeylessMessagesIsRight() {
-    List<DeadLetter> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"),
+    List<DeadLetteredMessage> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"),
         deadLetter(DeadLetterCheck.keyless("b"), "NO_KEY"));
 
     assertThat(DeadLetterCheck.wrong(found, List.of("a", "b"))).isZero();
@@ -23,7 +24,7 @@ class DeadLetterCheckTest {
 
   @Test
   void aSecondCopyOfAKeylessMessageIsNotWrong() {
-    List<DeadLetter> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"),
+    List<DeadLetteredMessage> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"),
         deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"));
 
     assertThat(DeadLetterCheck.wrong(found, List.of("a"))).isZero();
@@ -31,9 +32,9 @@ class DeadLetterCheckTest {
 
   @Test
   void aMissingKeylessMessageAndAnyOtherDeadLetterAreWrong() {
-    DeadLetter order = new DeadLetter(Map.of("idem-dead-letter-cause", "MAX_ATTEMPTS_EXCEEDED"),
+    DeadLetteredMessage order = new DeadLetteredMessage(Map.of("idem-dead-letter-cause", "MAX_ATTEMPTS_EXCEEDED"),
         "{\"orderId\":\"o-1\"}".getBytes(StandardCharsets.UTF_8));
-    List<DeadLetter> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"), order);
+    List<DeadLetteredMessage> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NO_KEY"), order);
 
     assertThat(DeadLetterCheck.wrong(found, List.of("a", "b"))).isEqualTo(2);
     assertThat(DeadLetterCheck.describe(found, List.of("a", "b"))).contains("o-1", "[b]");
@@ -41,7 +42,7 @@ class DeadLetterCheckTest {
 
   @Test
   void aKeylessMessageDeadLetteredForAnotherCauseIsWrong() {
-    List<DeadLetter> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NON_RETRYABLE"));
+    List<DeadLetteredMessage> found = List.of(deadLetter(DeadLetterCheck.keyless("a"), "NON_RETRYABLE"));
 
     assertThat(DeadLetterCheck.wrong(found, List.of("a"))).isEqualTo(2);
   }

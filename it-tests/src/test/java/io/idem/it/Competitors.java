@@ -4,6 +4,7 @@ import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import io.idem.demo.DemoBroker;
 import io.idem.demo.DemoBrokers;
+import io.idem.testkit.DeadLetteredMessage;
 import io.idem.demo.Outbound;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.kafka.KafkaConsumerConfig;
@@ -40,8 +41,11 @@ interface Competitors extends AutoCloseable {
   /** The broker's name ({@code kafka}, …). */
   String broker();
 
-  /** The destination's name, for {@code DeadLetterBrowser}. */
+  /** The destination's name. */
   String destination();
+
+  /** What the destination's dead-letter destination holds, without consuming it. */
+  List<DeadLetteredMessage> readDeadLetters();
 
   /** Publishes in order; returns once the broker confirmed every message. */
   void publish(List<Outbound> messages);
@@ -97,6 +101,11 @@ interface Competitors extends AutoCloseable {
     }
 
     @Override
+    public List<DeadLetteredMessage> readDeadLetters() {
+      return broker.readDeadLetters(destination);
+    }
+
+    @Override
     public void close() {
       broker.deleteDestination(destination);
       broker.close();
@@ -131,6 +140,15 @@ interface Competitors extends AutoCloseable {
     @Override
     public String destination() {
       return topic;
+    }
+
+    @Override
+    public List<DeadLetteredMessage> readDeadLetters() {
+      // the demo's Kafka broker reads <topic>.DLT from the start without a consumer group
+      try (DemoBroker kafka = DemoBrokers.create("kafka")) {
+        kafka.start();
+        return kafka.readDeadLetters(topic);
+      }
     }
 
     @Override

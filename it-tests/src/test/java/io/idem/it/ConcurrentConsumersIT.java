@@ -13,7 +13,6 @@ import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.StoreUnavailableException;
-import io.idem.demo.DeadLetterBrowser;
 import io.idem.demo.Outbound;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.ProcessedEventsSchema;
@@ -150,7 +149,7 @@ class ConcurrentConsumersIT {
             + " deadlock, 40001 a serialization failure)").isEmpty();
         assertThat(maxAborted).as("sessions seen idle in an aborted transaction").isZero();
         assertThat(database.deadlocks() - deadlocksBefore).as("deadlocks PostgreSQL detected").isZero();
-        assertThat(DeadLetterBrowser.browse(brokerName, destination.destination())).as("dead letters").isEmpty();
+        assertThat(destination.readDeadLetters()).as("dead letters").isEmpty();
       }
     }
   }
