@@ -1,5 +1,6 @@
 package io.idem;
 
+import java.util.Locale;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -11,7 +12,8 @@ import org.jspecify.annotations.Nullable;
  *     instances that must apply an event once); 1 to {@value #MAX_CONSUMER_GROUP_LENGTH}
  *     characters
  * @param value the key; 1 to {@value #MAX_LENGTH} characters, not blank, no NUL character
- *     (PostgreSQL text cannot hold U+0000)
+ *     (PostgreSQL text cannot hold U+0000) and no unpaired UTF-16 surrogate (it has no UTF-8
+ *     encoding: the driver would replace it, and two different keys could become one)
  * @param source where {@code value} came from
  */
 public record IdempotencyKey(String consumerGroup, String value, KeySource source) {
@@ -52,8 +54,26 @@ public record IdempotencyKey(String consumerGroup, String value, KeySource sourc
       return "idempotency key must be at most " + MAX_LENGTH + " characters, but was "
           + value.length();
     }
-    if (value.indexOf('\0') >= 0) {
-      return "idempotency key must not contain the NUL character (U+0000)";
+    return problemWithContent(value);
+  }
+
+  /**
+   * Says why {@code value}'s characters cannot be stored, whatever its length: a NUL character or
+   * an unpaired UTF-16 surrogate; {@code null} when they can.
+   */
+  public static @Nullable String problemWithContent(String value) {
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '\0') {
+        return "idempotency key must not contain the NUL character (U+0000)";
+      }
+      if (Character.isHighSurrogate(c) && i + 1 < value.length()
+          && Character.isLowSurrogate(value.charAt(i + 1))) {
+        i++; // a valid pair
+      } else if (Character.isSurrogate(c)) {
+        return "idempotency key must be valid Unicode, but has an unpaired surrogate U+"
+            + Integer.toHexString(c).toUpperCase(Locale.ROOT) + " at index " + i;
+      }
     }
     return null;
   }

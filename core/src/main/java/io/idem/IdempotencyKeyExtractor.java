@@ -61,9 +61,10 @@ public interface IdempotencyKeyExtractor {
   }
 
   /**
-   * A scalar field of a JSON payload (RFC 6901 pointer, for example {@code /orderId}), read with
-   * Jackson. Absent when the field is missing or JSON {@code null}; rejected when the payload is
-   * not valid JSON or the field is an object or array.
+   * A string or number field of a JSON payload (RFC 6901 pointer, for example {@code /orderId}),
+   * read with Jackson; numbers keep their exact digits ({@code 1.0000000000000001} is not
+   * {@code 1.0}). Absent when the field is missing or JSON {@code null}; rejected when the payload
+   * is not valid JSON (trailing content included) or the field is an object, array or boolean.
    *
    * @throws IllegalArgumentException if {@code pointer} is not a valid JSON Pointer
    */

@@ -122,6 +122,7 @@ public interface InboundMessage {
       return this;
     }
 
+    /** The broker's id for the message ({@link InboundMessage#brokerMessageId()}); default none. */
     public Builder brokerMessageId(@Nullable String id) {
       this.brokerMessageId = id;
       return this;

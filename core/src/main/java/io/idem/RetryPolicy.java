@@ -30,6 +30,9 @@ public final class RetryPolicy {
   /** Default {@link #jitter()}: {@value} (±20 %). */
   public static final double DEFAULT_JITTER = 0.2;
 
+  /** The longest {@link #maxBackoff()} accepted: 1 day (no broker keeps a message waiting longer). */
+  public static final Duration MAX_BACKOFF_LIMIT = Duration.ofDays(1);
+
   private static final RetryPolicy DEFAULTS = builder().build();
 
   private final int maxAttempts;
@@ -140,7 +143,7 @@ public final class RetryPolicy {
       return this;
     }
 
-    /** Default 1 min. */
+    /** Default 1 min; at most {@link RetryPolicy#MAX_BACKOFF_LIMIT}. */
     public Builder maxBackoff(Duration value) {
       this.maxBackoff = Objects.requireNonNull(value, "maxBackoff");
       return this;
@@ -174,6 +177,10 @@ public final class RetryPolicy {
       if (initialBackoff.isNegative()) {
         throw new IllegalArgumentException(
             "initialBackoff must not be negative, but was " + initialBackoff);
+      }
+      if (maxBackoff.compareTo(MAX_BACKOFF_LIMIT) > 0) {
+        throw new IllegalArgumentException(
+            "maxBackoff must be at most " + MAX_BACKOFF_LIMIT + ", but was " + maxBackoff);
       }
       if (maxBackoff.compareTo(initialBackoff) < 0) {
         throw new IllegalArgumentException(

@@ -120,4 +120,16 @@ class IdempotencyKeyExtractorTest {
     KeyExtraction result = IdempotencyKeyExtractor.firstOf(broken).extract(message("{}").build());
     assertThat(((KeyExtraction.Rejected) result).reason()).contains("bug");
   }
+
+  @Test
+  void jsonPointerKeepsNumbersExactAndRefusesBooleansAndTrailingGarbage() {
+    IdempotencyKeyExtractor pointer = IdempotencyKeyExtractor.jsonPointer("/orderId");
+    assertThat(((KeyExtraction.Found) pointer.extract(message("{\"orderId\":1.0000000000000001}").build())).value())
+        .isEqualTo("1.0000000000000001");
+    assertThat(((KeyExtraction.Found) pointer.extract(message("{\"orderId\":123456789012345678901234567890}").build())).value())
+        .isEqualTo("123456789012345678901234567890");
+    assertThat(pointer.extract(message("{\"orderId\":true}").build())).isInstanceOf(KeyExtraction.Rejected.class);
+    assertThat(pointer.extract(message("{\"orderId\":\"T1\"} this is not json").build()))
+        .isInstanceOf(KeyExtraction.Rejected.class);
+  }
 }

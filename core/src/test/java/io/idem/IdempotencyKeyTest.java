@@ -16,6 +16,11 @@ class IdempotencyKeyTest {
         .hasMessage("idempotency key must be at most 512 characters, but was 513");
     assertThatThrownBy(() -> new IdempotencyKey("g", "a\0b", KeySource.HEADER))
         .hasMessageContaining("NUL");
+    assertThatThrownBy(() -> new IdempotencyKey("g", "K\uD800", KeySource.HEADER))
+        .hasMessageContaining("unpaired surrogate U+D800");
+    assertThatThrownBy(() -> new IdempotencyKey("g", "\uDC00K", KeySource.HEADER))
+        .hasMessageContaining("unpaired surrogate U+DC00");
+    assertThat(new IdempotencyKey("g", "emoji \uD83D\uDE00", KeySource.HEADER).value()).endsWith("\uD83D\uDE00");
     assertThatThrownBy(() -> new IdempotencyKey(" ", "k", KeySource.HEADER))
         .hasMessageContaining("consumerGroup must not be blank");
     assertThatThrownBy(() -> new IdempotencyKey("g".repeat(129), "k", KeySource.HEADER))

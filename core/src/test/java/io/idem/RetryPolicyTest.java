@@ -61,6 +61,8 @@ class RetryPolicyTest {
         .hasMessage("jitter must be in [0, 1), but was 1.5");
     assertThatThrownBy(() -> RetryPolicy.builder().multiplier(0.5).build())
         .hasMessage("multiplier must be >= 1.0, but was 0.5");
+    assertThatThrownBy(() -> RetryPolicy.builder().maxBackoff(Duration.ofDays(365_000)).build())
+        .hasMessageContaining("maxBackoff must be at most PT24H");
     assertThatThrownBy(() -> RetryPolicy.builder().initialBackoff(Duration.ofSeconds(2)).maxBackoff(Duration.ofSeconds(1)).build())
         .hasMessageContaining("maxBackoff must be >= initialBackoff");
   }

@@ -19,6 +19,7 @@ import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -37,6 +38,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final boolean detectPayloadConflicts;
   private final IdempotencyListener listener;
   private final AtomicLong brokerIdFallbacks = new AtomicLong();
+  private final AtomicInteger consecutiveStoreFailures = new AtomicInteger();
 
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
@@ -89,17 +91,19 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     try {
       claim = store.inTransaction(tx -> claimAndHandle(tx, message, key, fingerprint));
     } catch (StoreUnavailableException e) {
-      Duration delay = retryPolicy.backoff(message.deliveryAttempt());
-      LOG.warn(
-          "store unavailable while processing key '{}' of {} (attempt {}); rolled back, retry in"
-              + " {} ms: {}",
-          key.value(), message.source(), message.deliveryAttempt(), delay.toMillis(), rootMessage(e));
-      listener.onRetry(message, key, e, delay);
-      acknowledgement.retryWhenStoreAvailable(delay);
-      return finish(message, key, ProcessingOutcome.RETRY, start);
+      return storeUnavailable(message, key, e, acknowledgement, start);
     } catch (Exception e) {
       return handlerFailed(message, key, e, acknowledgement, start);
+    } catch (VirtualMachineError e) {
+      if (!(e instanceof StackOverflowError)) {
+        throw e; // out of memory or a broken VM: nothing sensible to decide about the message
+      }
+      return handlerFailed(message, key, e, acknowledgement, start);
+    } catch (Error e) {
+      // AssertionError, NoClassDefFoundError, …: the handler failed like any other failure
+      return handlerFailed(message, key, e, acknowledgement, start);
     }
+    storeRecovered();
 
     ProcessingOutcome pending = switch (claim) {
       case CLAIMED -> ProcessingOutcome.PROCESSED;
@@ -129,6 +133,40 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     return finish(message, key, pending, start);
   }
 
+  /**
+   * The store failed: roll back (done), retry after a backoff that grows with the number of
+   * consecutive store failures of this pipeline (not with the message's own attempts, which an
+   * adapter keeping the delivery does not raise), and log the outage once per doubling.
+   */
+  private ProcessingOutcome storeUnavailable(
+      InboundMessage message,
+      IdempotencyKey key,
+      StoreUnavailableException e,
+      Acknowledgement acknowledgement,
+      long start) {
+    int failures = consecutiveStoreFailures.incrementAndGet();
+    Duration delay = retryPolicy.backoff(failures);
+    if (Integer.bitCount(failures) == 1) {
+      LOG.warn(
+          "store unavailable ({} consecutive failed transaction(s)); key '{}' of {} rolled back,"
+              + " retry in {} ms: {}",
+          failures, key.value(), message.source(), delay.toMillis(), rootMessage(e));
+    } else {
+      LOG.debug("store unavailable; key '{}' of {} retry in {} ms", key.value(), message.source(),
+          delay.toMillis(), e);
+    }
+    listener.onRetry(message, key, e, delay);
+    acknowledgement.retryWhenStoreAvailable(delay);
+    return finish(message, key, ProcessingOutcome.RETRY, start);
+  }
+
+  private void storeRecovered() {
+    int failures = consecutiveStoreFailures.get();
+    if (failures > 0 && consecutiveStoreFailures.compareAndSet(failures, 0)) {
+      LOG.info("store available again after {} failed transaction(s)", failures);
+    }
+  }
+
   private ClaimResult claimAndHandle(
       C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint) throws Exception {
     ClaimResult claim;
@@ -143,6 +181,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     }
     if (claim == ClaimResult.CLAIMED) {
       handler.handle(message, tx);
+      // the handler may have swallowed a database error (the transaction is then aborted and
+      // its commit would silently roll back) or ended the transaction itself
+      store.confirmClaim(tx, key);
       listener.afterHandler(message, key);
     }
     return claim;
@@ -151,7 +192,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private ProcessingOutcome handlerFailed(
       InboundMessage message,
       IdempotencyKey key,
-      Exception failure,
+      Throwable failure,
       Acknowledgement acknowledgement,
       long start) {
     int attempt = message.deliveryAttempt();
@@ -189,7 +230,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       DeadLetterReason reason,
       Acknowledgement acknowledgement,
       long start) {
-    LOG.warn("dead-lettering message {} of {}: {}", message.brokerMessageId(), message.source(), reason);
+    String id = message.brokerMessageId();
+    LOG.warn("dead-lettering a message of {}{}: {}", message.source(),
+        id == null ? "" : " (broker id " + id + ")", reason);
     listener.onDeadLetter(message, reason);
     acknowledgement.deadLetter(reason);
     return finish(message, key, ProcessingOutcome.DEAD_LETTERED, start);
@@ -236,6 +279,11 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     KeyExtraction.Found found = (KeyExtraction.Found) extraction;
     String value = found.value();
     if (value.length() > IdempotencyKey.MAX_LENGTH && oversizedKeys == OversizedKeyPolicy.HASH) {
+      // the content rules (no NUL, no unpaired surrogate) hold for a key about to be hashed too
+      String problem = IdempotencyKey.problemWithContent(value);
+      if (problem != null) {
+        return KeyOrReason.reason(DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
+      }
       value = Fingerprints.hashedKey(value);
     }
     String problem = IdempotencyKey.problemWith(value);
@@ -245,12 +293,15 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     return KeyOrReason.key(new IdempotencyKey(consumerGroup, value, found.source()));
   }
 
+  /** The innermost cause, on one line (MyBatis wraps SQL errors in multi-line messages). */
   private static String rootMessage(Throwable e) {
     Throwable root = e;
     while (root.getCause() != null && root.getCause() != root) {
       root = root.getCause();
     }
-    return root == e ? String.valueOf(e.getMessage()) : e.getMessage() + " (cause: " + root + ")";
+    String text = root.getClass().getSimpleName() + ": " + root.getMessage();
+    int end = text.indexOf('\n');
+    return end < 0 ? text : text.substring(0, end);
   }
 
   private record KeyOrReason(

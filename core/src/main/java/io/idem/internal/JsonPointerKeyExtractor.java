@@ -2,18 +2,28 @@ package io.idem.internal;
 
 import com.fasterxml.jackson.core.JsonPointer;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
 import io.idem.KeySource;
 import java.io.IOException;
+import java.util.Locale;
 import java.util.Objects;
 
 /** Reads a scalar field of a JSON payload. */
 public final class JsonPointerKeyExtractor implements IdempotencyKeyExtractor {
-  // ObjectMapper is thread-safe once configured; one per JVM is enough.
-  private static final ObjectMapper MAPPER = new ObjectMapper();
+  // Thread-safe once configured; one per JVM is enough. Numbers are kept exact (a double would
+  // turn 1.0000000000000001 into 1.0 and merge two keys), and trailing garbage is an error.
+  private static final ObjectMapper MAPPER = JsonMapper.builder()
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+      .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .nodeFactory(JsonNodeFactory.withExactBigDecimals(true))
+      .build();
 
   private final JsonPointer pointer;
 
@@ -49,12 +59,12 @@ public final class JsonPointerKeyExtractor implements IdempotencyKeyExtractor {
     if (node.isMissingNode() || node.isNull()) {
       return KeyExtraction.absent("no payload field " + pointer);
     }
-    if (!node.isValueNode()) {
+    if (!node.isTextual() && !node.isNumber()) {
       return KeyExtraction.rejected(
-          "payload field " + pointer + " is a JSON " + node.getNodeType().name().toLowerCase()
+          "payload field " + pointer + " is a JSON " + node.getNodeType().name().toLowerCase(Locale.ROOT)
               + ", not a string or number");
     }
-    String value = node.asText();
+    String value = node.isBigDecimal() ? node.decimalValue().toString() : node.asText();
     if (value.isBlank()) {
       return KeyExtraction.rejected("payload field " + pointer + " is present but blank");
     }

@@ -46,6 +46,18 @@ public interface ProcessedEventStore<C> {
   ClaimResult claim(C transaction, IdempotencyKey key, byte[] payloadFingerprint);
 
   /**
+   * Confirms, after the handler ran and before the commit, that {@code transaction} still holds
+   * the claim of {@code key}: the handler may have swallowed a database error (on PostgreSQL the
+   * transaction is then aborted, and its commit silently rolls back) or ended the transaction
+   * itself. The default does nothing; stores whose commit can report success without committing
+   * must check.
+   *
+   * @throws RuntimeException when the claim is no longer held; the pipeline then treats the
+   *     message as a handler failure (rolled back, retried or dead-lettered), never as processed
+   */
+  default void confirmClaim(C transaction, IdempotencyKey key) {}
+
+  /**
    * Deletes at most {@code maxRows} markers processed before {@code processedBefore}, in its own
    * short transaction.
    *

@@ -121,6 +121,56 @@ class IdempotentConsumerPipelineTest {
   }
 
   @Test
+  void hashingDoesNotLetForbiddenCharactersThrough() {
+    RecordingAcknowledgement ack = new RecordingAcknowledgement();
+    pipeline(recording).oversizedKeys(OversizedKeyPolicy.HASH).build()
+        .process(message("k".repeat(600) + "\0", "{}", 1), ack);
+    assertThat(ack.reason.cause()).isEqualTo(DeadLetterCause.INVALID_KEY);
+  }
+
+  @Test
+  void keysDifferingOnlyInUnpairedSurrogatesAreRejectedNotMerged() {
+    IdempotentConsumer<InMemoryTransaction> consumer = pipeline(recording).build();
+    RecordingAcknowledgement first = new RecordingAcknowledgement();
+    RecordingAcknowledgement second = new RecordingAcknowledgement();
+    consumer.process(message("K\uD800", "{}", 1), first);
+    consumer.process(message("K\uDC00", "{}", 1), second);
+    assertThat(first.reason.cause()).isEqualTo(DeadLetterCause.INVALID_KEY);
+    assertThat(second.reason.cause()).isEqualTo(DeadLetterCause.INVALID_KEY);
+    assertThat(store.size()).isZero();
+  }
+
+  @Test
+  void storeOutageBackoffGrowsWithConsecutiveFailuresAndResets() {
+    java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean(true);
+    ProcessedEventStore<InMemoryTransaction> flaky = new DelegatingStore(store) {
+      @Override
+      public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
+        if (down.get()) {
+          throw new StoreUnavailableException("connection refused", null);
+        }
+        return super.inTransaction(work);
+      }
+    };
+    IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(flaky)
+        .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
+    List<Duration> delays = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      RecordingAcknowledgement ack = new RecordingAcknowledgement();
+      consumer.process(message("o-" + i, "{}", 1), ack); // every message on its first attempt
+      delays.add(ack.retryDelay);
+    }
+    assertThat(delays).containsExactly(Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofMillis(400),
+        Duration.ofMillis(800), Duration.ofSeconds(1));
+    down.set(false);
+    assertThat(consumer.process(message("o-0", "{}", 1), new RecordingAcknowledgement())).isEqualTo(ProcessingOutcome.PROCESSED);
+    down.set(true);
+    RecordingAcknowledgement again = new RecordingAcknowledgement();
+    consumer.process(message("o-1", "{}", 1), again);
+    assertThat(again.retryDelay).isEqualTo(Duration.ofMillis(100));
+  }
+
+  @Test
   void keyWithNulIsRejected() {
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
     pipeline(recording).build().process(message("a\0b", "{}", 1), ack);

@@ -93,19 +93,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
           ? sessions.openSession(executorType, false)
           : sessions.openSession(executorType, isolation);
     } catch (RuntimeException e) {
-      throw new StoreUnavailableException("could not open a database session: " + e.getMessage(), e);
+      throw new StoreUnavailableException(
+          "could not open a database session: " + TransientFailures.rootMessage(e), e);
     }
     try {
       T result;
       try {
-        result = work.run(session);
+        result = work.run(GuardedSession.wrap(session));
       } catch (Throwable failure) {
         rollback(session, failure);
         if (failure instanceof StoreUnavailableException || !TransientFailures.isTransient(failure)) {
           throw failure;
         }
         throw new StoreUnavailableException(
-            "database failure, transaction rolled back: " + failure.getMessage(), failure);
+            "database failure, transaction rolled back: " + TransientFailures.rootMessage(failure), failure);
       }
       try {
         // force: the handler may have written through session.getConnection(), which MyBatis
@@ -115,7 +116,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
         rollback(session, e);
         throw new StoreUnavailableException(
             "commit failed (the transaction may or may not have committed; a redelivery will find"
-                + " out): " + e.getMessage(), e);
+                + " out): " + TransientFailures.rootMessage(e), e);
       }
       return result;
     } finally {
@@ -165,6 +166,63 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       return ClaimResult.DUPLICATE;
     }
     return Arrays.equals(stored, payloadFingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
+  }
+
+  /**
+   * Re-reads the marker inside the transaction. On PostgreSQL a statement in an aborted
+   * transaction fails (SQLSTATE 25P02: the handler swallowed an error, and the commit would
+   * silently roll back), and a marker that is gone means the transaction was ended under the store.
+   *
+   * @throws IllegalStateException when the marker is not visible to the transaction any more
+   */
+  @Override
+  public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", key.consumerGroup());
+    params.put("key", key.value());
+    Boolean held = transaction.selectOne(existsStatement, params);
+    if (!Boolean.TRUE.equals(held)) {
+      throw new IllegalStateException("the claim of key '" + key.value() + "' is no longer held by"
+          + " its transaction (was the transaction ended by the handler?); nothing is applied");
+    }
+  }
+
+  /**
+   * Checks that the table is there and is Idem's, with one query.
+   *
+   * @throws IllegalStateException when the table is missing, unreadable or not Idem's
+   * @throws IllegalArgumentException when the table name cannot be used unquoted (a reserved word)
+   * @throws StoreUnavailableException when the database cannot be reached
+   */
+  private void verifyTable() {
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", "idem-verify");
+    params.put("key", "idem-verify");
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      session.selectOne(existsStatement, params);
+    } catch (RuntimeException e) {
+      String state = TransientFailures.sqlState(e);
+      String table = this.table.qualified();
+      if ("42P01".equals(state) || "3F000".equals(state)) {
+        throw new IllegalStateException("processed-events table " + table + " does not exist: apply "
+            + MIGRATION_RESOURCE + " with your migration tool, or build the store with"
+            + " createTableIfMissing(true)", e);
+      }
+      if ("42601".equals(state)) {
+        throw new IllegalArgumentException("tableName '" + table + "' cannot be used as an unquoted"
+            + " identifier (a reserved word?): " + TransientFailures.rootMessage(e), e);
+      }
+      if ("42703".equals(state)) {
+        throw new IllegalStateException("table " + table + " exists but is not an Idem processed-events"
+            + " table (" + TransientFailures.rootMessage(e) + "); see " + MIGRATION_RESOURCE, e);
+      }
+      if ("42501".equals(state)) {
+        throw new IllegalStateException("no privilege on processed-events table " + table + ": "
+            + TransientFailures.rootMessage(e), e);
+      }
+      throw new StoreUnavailableException("could not verify processed-events table " + table + ": "
+          + TransientFailures.rootMessage(e), e);
+    }
   }
 
   @Override
@@ -242,6 +300,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     private ExecutorType executorType = ExecutorType.SIMPLE;
     private @Nullable TransactionIsolationLevel isolation = TransactionIsolationLevel.READ_COMMITTED;
     private boolean createTableIfMissing;
+    private boolean verifyTable = true;
 
     private Builder(SqlSessionFactory sessions) {
       this.sessions = Objects.requireNonNull(sessions, "sessions");
@@ -282,8 +341,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
 
     /**
-     * @throws IllegalArgumentException when the table name is not a plain identifier or the
-     *     executor type is BATCH
+     * Default {@code true}: {@link #build()} runs one query to check that the table exists and is
+     * Idem's, so a misconfiguration fails at start-up instead of making every message retry as if
+     * the database were down. {@code false} skips it (for example when the database may not be up
+     * yet when the application starts).
+     */
+    public Builder verifyTable(boolean value) {
+      this.verifyTable = value;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException when the table name is not a plain identifier (or is a
+     *     reserved word) or the executor type is BATCH
+     * @throws IllegalStateException when {@code verifyTable} finds the table missing or not Idem's
      * @throws StoreUnavailableException when {@code createTableIfMissing} could not reach the
      *     database
      */
@@ -297,7 +368,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       if (createTableIfMissing) {
         ProcessedEventsSchema.apply(sessions, table);
       }
-      return new MyBatisProcessedEventStore(this);
+      MyBatisProcessedEventStore store = new MyBatisProcessedEventStore(this);
+      if (verifyTable) {
+        store.verifyTable();
+      }
+      return store;
     }
   }
 }

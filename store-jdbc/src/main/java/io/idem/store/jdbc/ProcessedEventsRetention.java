@@ -98,6 +98,7 @@ public final class ProcessedEventsRetention {
       return this;
     }
 
+    /** Where "now" comes from; default {@link Clock#systemUTC()} (tests move it). */
     public Builder clock(Clock value) {
       this.clock = Objects.requireNonNull(value, "clock");
       return this;

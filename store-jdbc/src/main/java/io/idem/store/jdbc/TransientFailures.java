@@ -8,6 +8,7 @@ import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Tells a failure of the database (retry later, never the message's fault) from a failure of the
@@ -37,6 +38,29 @@ final class TransientFailures {
       }
     }
     return false;
+  }
+
+  /** The SQLSTATE of the first SQLException in the cause chain, or {@code null}. */
+  static @Nullable String sqlState(Throwable failure) {
+    Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+    for (Throwable t = failure; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        return sql.getSQLState();
+      }
+    }
+    return null;
+  }
+
+  /** The innermost cause's message, on one line (MyBatis wraps SQL errors in multi-line text). */
+  static String rootMessage(Throwable failure) {
+    Throwable root = failure;
+    Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+    while (root.getCause() != null && seen.put(root, Boolean.TRUE) == null) {
+      root = root.getCause();
+    }
+    String text = String.valueOf(root.getMessage());
+    int end = text.indexOf('\n');
+    return end < 0 ? text : text.substring(0, end);
   }
 
   private static boolean isTransientSql(SQLException e) {

@@ -92,11 +92,39 @@ class MyBatisProcessedEventStoreFailureIT {
   }
 
   @Test
-  void missingTableIsAnErrorNotADuplicate() {
-    MyBatisProcessedEventStore store =
-        MyBatisProcessedEventStore.builder(sessions).tableName("no_such_table").build();
+  void missingTableFailsAtBuildNotAtEveryMessage() {
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName("no_such_table").build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("no_such_table does not exist")
+        .hasMessageContaining("V1__processed_events.sql");
+  }
+
+  @Test
+  void reservedWordTableNameFailsAtBuild() {
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName("order").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("tableName 'order'");
+  }
+
+  @Test
+  void aTableThatIsNotIdemsFailsAtBuild() throws Exception {
+    try (java.sql.Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE IF NOT EXISTS not_idem (id int)");
+    }
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName("not_idem").build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("not an Idem processed-events table");
+  }
+
+  @Test
+  void aMissingTableAtRuntimeIsRetriedNotDuplicate() throws Exception {
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+        .tableName("dropped_later").createTableIfMissing(true).build();
+    try (java.sql.Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute("DROP TABLE dropped_later");
+    }
     assertThatThrownBy(() -> store.inTransaction(tx -> store.claim(tx, key("x"), sha("p"))))
-        .hasMessageContaining("no_such_table");
+        .hasMessageContaining("dropped_later");
   }
 
   @Test

@@ -1,0 +1,204 @@
+package io.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.idem.DeadLetterReason;
+import io.idem.IdempotencyKey;
+import io.idem.IdempotentConsumer;
+import io.idem.InboundMessage;
+import io.idem.KeySource;
+import io.idem.MessageHandler;
+import io.idem.ProcessingOutcome;
+import io.idem.RetryPolicy;
+import io.idem.fixtures.PostgresFixture;
+import io.idem.spi.Acknowledgement;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.apache.ibatis.session.SqlSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Regression: a handler that swallows a database error, or ends the transaction itself, must never
+ * get its message acknowledged as processed. (PostgreSQL's driver returns normally from commit()
+ * on an aborted transaction and rolls back instead, so trusting the commit would ack a message
+ * whose effect and marker were both lost.)
+ */
+class HandlerCannotEndTheTransactionIT {
+  private static HikariDataSource dataSource;
+  private static MyBatisProcessedEventStore store;
+
+  @BeforeAll
+  static void setUp() throws Exception {
+    dataSource = PostgresFixture.shared().newSchema("handler_guard");
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE effects (k text PRIMARY KEY)");
+      s.execute("INSERT INTO effects VALUES ('taken')");
+    }
+    store = MyBatisProcessedEventStore.builder(MyBatisProcessedEventStoreIT.sessions(dataSource))
+        .createTableIfMissing(true).build();
+  }
+
+  @AfterAll
+  static void tearDown() {
+    dataSource.close();
+  }
+
+  /** Records what the pipeline told the broker. */
+  private static final class Recorded implements Acknowledgement {
+    final List<String> calls = new ArrayList<>();
+
+    @Override
+    public void ack() {
+      calls.add("ack");
+    }
+
+    @Override
+    public void retry(Duration delay) {
+      calls.add("retry");
+    }
+
+    @Override
+    public void deadLetter(DeadLetterReason reason) {
+      calls.add("deadLetter:" + reason.cause());
+    }
+  }
+
+  private static ProcessingOutcome run(String key, MessageHandler<SqlSession> handler, Recorded ack) {
+    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
+        .consumerGroup("guard")
+        .handler(handler)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3).initialBackoff(Duration.ofMillis(10))
+            .maxBackoff(Duration.ofMillis(10)).build())
+        .build();
+    InboundMessage message = InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+        .header("idempotency-key", key).build();
+    return pipeline.process(message, ack);
+  }
+
+  private static void insert(SqlSession session, String key) throws SQLException {
+    try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects VALUES (?)")) {
+      ps.setString(1, key);
+      ps.executeUpdate();
+    }
+  }
+
+  private static int effects(String key) throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM effects WHERE k = ?")) {
+      ps.setString(1, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  private static boolean marker(String key) {
+    return store.isProcessed(new IdempotencyKey("guard", key, KeySource.HEADER));
+  }
+
+  @Test
+  void aSwallowedDatabaseErrorIsAFailureNotAProcessedMessage() throws Exception {
+    String key = "swallow-" + UUID.randomUUID();
+    Recorded ack = new Recorded();
+    ProcessingOutcome outcome = run(key, (message, session) -> {
+      try {
+        insert(session, "taken"); // unique violation: PostgreSQL aborts the transaction
+      } catch (Exception swallowed) {
+        // a handler bug: carries on as if nothing happened
+      }
+    }, ack);
+    assertThat(outcome).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(ack.calls).containsExactly("retry");
+    assertThat(marker(key)).isFalse();
+  }
+
+  @Test
+  void aHandlerCannotCommitPartOfItsWork() throws Exception {
+    String key = "commit-" + UUID.randomUUID();
+    Recorded ack = new Recorded();
+    ProcessingOutcome outcome = run(key, (message, session) -> {
+      insert(session, key);
+      session.commit(); // would commit the marker with half the work
+      throw new IllegalStateException("second half fails");
+    }, ack);
+    assertThat(outcome).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(marker(key)).isFalse();
+    assertThat(effects(key)).isZero();
+  }
+
+  @Test
+  void aHandlerCannotRollBackOrEndTheTransactionThroughTheConnection() throws Exception {
+    for (String how : List.of("rollback", "session-rollback", "autocommit", "close")) {
+      String key = how + "-" + UUID.randomUUID();
+      Recorded ack = new Recorded();
+      ProcessingOutcome outcome = run(key, (message, session) -> {
+        insert(session, key);
+        switch (how) {
+          case "rollback" -> session.getConnection().rollback();
+          case "session-rollback" -> session.rollback(true);
+          case "autocommit" -> session.getConnection().setAutoCommit(true);
+          default -> session.close();
+        }
+      }, ack);
+      assertThat(outcome).as(how).isEqualTo(ProcessingOutcome.RETRY);
+      assertThat(ack.calls).as(how).containsExactly("retry");
+      assertThat(marker(key)).as(how).isFalse();
+      assertThat(effects(key)).as(how).isZero();
+    }
+  }
+
+  @Test
+  void mapperCallsAndSavepointsStillWork() throws Exception {
+    String key = "savepoint-" + UUID.randomUUID();
+    Recorded ack = new Recorded();
+    ProcessingOutcome outcome = run(key, (message, session) -> {
+      Connection c = session.getConnection();
+      java.sql.Savepoint sp = c.setSavepoint();
+      try {
+        insert(session, "taken");
+      } catch (SQLException expected) {
+        c.rollback(sp); // the handler recovers properly: the transaction is usable again
+      }
+      insert(session, key);
+    }, ack);
+    assertThat(outcome).isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(ack.calls).containsExactly("ack");
+    assertThat(marker(key)).isTrue();
+    assertThat(effects(key)).isEqualTo(1);
+  }
+
+  @Test
+  void anErrorFromTheHandlerIsAHandlerFailure() throws Exception {
+    String key = "error-" + UUID.randomUUID();
+    Recorded ack = new Recorded();
+    ProcessingOutcome outcome = run(key, (message, session) -> {
+      insert(session, key);
+      throw new AssertionError("a bug");
+    }, ack);
+    assertThat(outcome).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(marker(key)).isFalse();
+    assertThat(effects(key)).isZero();
+    Recorded last = new Recorded();
+    InboundMessage third = InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+        .header("idempotency-key", key).deliveryAttempt(3).build();
+    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store).consumerGroup("guard")
+        .handler((m, s) -> {
+          throw new StackOverflowError();
+        })
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3).build()).build();
+    assertThat(pipeline.process(third, last)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(last.calls).containsExactly("deadLetter:MAX_ATTEMPTS_EXCEEDED");
+  }
+}
