@@ -69,7 +69,8 @@ public final class ConsumerProcess {
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
             "IDEM_POSTGRES_PASSWORD", pg.password()),
         line -> {
-          if (!line.contains(OUTCOME_PREFIX)) {
+          // the child's "[idem-fixtures] PostgreSQL: IDEM_POSTGRES_URL ..." only repeats the parent's database
+          if (!line.contains(OUTCOME_PREFIX) && !line.contains("[idem-fixtures]")) {
             out.accept("  " + line);
           }
         });

@@ -17,14 +17,29 @@ import picocli.CommandLine.Option;
 @Command(
     name = "idem-demo",
     mixinStandardHelpOptions = true,
+    versionProvider = DemoMain.Version.class,
+    usageHelpAutoWidth = true,
     description = {
-      "Publishes OrderPaid events (a share of them producer retries with the same business id),",
-      "consumes them with Idem in a child process that is killed with SIGKILL at random points and",
-      "restarted, then prints a ledger. Exits 1 when any effect is doubled or missing.",
-      "With --migrate-from and --migrate-to it rehearses moving the consumer from one broker to",
-      "another instead: old broker only, then both (dual-published), then the new one only."
+      "Publishes OrderPaid events (a share of them producer retries with the same business id), "
+          + "consumes them with Idem in a child process that is killed with SIGKILL at random points "
+          + "and restarted, then prints a ledger. Exits 1 when any effect is doubled or missing.",
+      "With --migrate-from and --migrate-to it rehearses moving the consumer from one broker to "
+          + "another instead: old broker only, then both (dual-published), then the new one only."
     })
 public final class DemoMain implements Callable<Integer> {
+
+  /** {@code --version}: the Implementation-Version of the demo jar's manifest. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String version = DemoMain.class.getPackage().getImplementationVersion();
+      return new String[] {
+        "idem-demo " + (version != null ? version : "(development build: no jar manifest)"),
+        "Java " + System.getProperty("java.version") + " (" + System.getProperty("java.vendor") + ")"
+      };
+    }
+  }
+
   private final PrintStream out;
 
   /** The command on standard output. */

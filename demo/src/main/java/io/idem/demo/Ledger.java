@@ -69,7 +69,8 @@ public record Ledger(
         row("events published", published + "  (" + uniqueOrders + " orders + "
             + (published - uniqueOrders - expectedDeadLetters) + " producer retries"
             + (expectedDeadLetters > 0 ? " + " + expectedDeadLetters + " without a key" : "") + ")"),
-        row("deliveries seen", Long.toString(deliveries)),
+        row("deliveries seen", deliveries + (crashes > 0
+            ? "  (as the consumer reported them; one settled just before a SIGKILL may go unreported)" : "")),
         row("duplicates skipped", Long.toString(duplicatesSkipped)),
         row("effects applied", Long.toString(effects)),
         row("doubled effects", Long.toString(doubled)),
@@ -81,7 +82,8 @@ public record Ledger(
                 ? "; " + extraCopies(deadLettered - expectedDeadLetters) : "") + ")"),
         row("consumer crashes", crashes + "/" + plannedCrashes + (crashPoint == null
             ? " (SIGKILL at random points)" : " (halted at " + crashPoint + ")")),
-        row("throughput", String.format(Locale.ROOT, "%.0f events/s (%.1f s)", eventsPerSecond(), seconds)),
+        row("throughput", String.format(Locale.ROOT, "%.0f events/s (deliveries settled per second over %.1f s%s)",
+            eventsPerSecond(), seconds, crashes > 0 ? ", restarts included" : "")),
         row("result", ok() ? "OK: every order applied exactly once" : "FAILED"));
   }
 

@@ -176,6 +176,7 @@ public final class MigrationRun {
     final String schema;
     final long[] crashAt;
     final String tag;
+    final long startedAt = System.nanoTime();
     ChildJvm current;
     int crashed;
     int unexpectedExits;
@@ -232,8 +233,9 @@ public final class MigrationRun {
         long now = System.nanoTime();
         if (now - lastReport > 2_000_000_000L) {
           lastReport = now;
-          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied, %d/%d crashes",
-              tag, applied, unique, crashed, crashAt.length));
+          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes, %.1f s",
+              tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashAt.length,
+              (now - startedAt) / 1e9));
         }
         if (now > deadline) {
           return false;
