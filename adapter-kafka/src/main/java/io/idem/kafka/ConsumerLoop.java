@@ -89,6 +89,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     } catch (InterruptException | InterruptedException e) {
       LOG.warn("consumer loop of group {} interrupted; records not yet committed will be delivered again", groupId);
     } catch (Throwable e) {
+      // a VirtualMachineError from processing, or a failure of the loop itself (commit, rebalance)
       LOG.error("consumer loop of group {} stopped by an unexpected error; records not yet committed"
           + " will be delivered again", groupId, e);
     } finally {
@@ -126,9 +127,12 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
     try {
       pipeline.process(message, acknowledgement);
-    } catch (RuntimeException | LinkageError | AssertionError e) {
-      // the acknowledgement failed (e.g. the dead-letter send), or the handler threw an Error the
-      // pipeline does not catch; a VirtualMachineError (out of memory…) still stops the loop
+    } catch (VirtualMachineError e) {
+      // out of memory, a broken VM: stop the loop (run() logs it); this record stays uncommitted
+      throw e;
+    } catch (Throwable e) {
+      // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
+      // threw something the pipeline does not catch: a failure of this record, never of the loop
       Duration delay = pipeline.retryPolicy().backoff(attempt);
       LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
           message.brokerMessageId(), delay.toMillis(), e);

@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * <a href="https://kafka.apache.org/documentation/#consumerconfigs">consumer setting</a> passes
  * through {@link Builder#consumerProperty(String, Object)}; {@code auto.offset.reset} defaults to
  * {@value #DEFAULT_AUTO_OFFSET_RESET} so that a new group starts with the records already on the
- * topic.
+ * topic, and {@code isolation.level} to {@value #DEFAULT_ISOLATION_LEVEL} (Kafka's own default is
+ * {@code read_uncommitted}) so that records of aborted producer transactions are never applied.
  *
  * <p>Dead-lettered records are published by a {@code KafkaProducer} with {@code acks=all} and
  * {@code enable.idempotence=true}, which cannot be weakened; other
@@ -72,6 +73,15 @@ public final class KafkaConsumerConfig {
 
   /** Default {@code auto.offset.reset} unless given as a consumer property: {@value}. */
   public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
+
+  /**
+   * Default {@code isolation.level} unless given as a consumer property: {@value}. Kafka's own
+   * default, {@code read_uncommitted}, hands out records of producer transactions that are later
+   * aborted; applying them would write effects of messages that were never sent. With
+   * {@code read_committed} the consumer sees only committed transactional records (and every
+   * non-transactional one), up to the last stable offset.
+   */
+  public static final String DEFAULT_ISOLATION_LEVEL = "read_committed";
 
   /** Kafka's default {@code max.poll.interval.ms}, used when the property is not given: 5 min. */
   static final Duration KAFKA_DEFAULT_MAX_POLL_INTERVAL = Duration.ofMinutes(5);
@@ -210,6 +220,7 @@ public final class KafkaConsumerConfig {
   Map<String, Object> effectiveConsumerProperties(String group) {
     Map<String, Object> props = new LinkedHashMap<>();
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, DEFAULT_AUTO_OFFSET_RESET);
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, DEFAULT_ISOLATION_LEVEL);
     props.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-" + group);
     props.putAll(consumerProperties);
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -304,7 +315,8 @@ public final class KafkaConsumerConfig {
 
     /**
      * A {@code KafkaConsumer} property passed through as given (security, timeouts,
-     * {@code auto.offset.reset}, {@code partition.assignment.strategy}, {@code group.protocol}…).
+     * {@code auto.offset.reset}, {@code isolation.level}, {@code partition.assignment.strategy},
+     * {@code group.protocol}…); a value given here replaces the adapter's default.
      * {@code enable.auto.commit=true} is overridden to {@code false} with a warning. Properties the
      * adapter owns ({@code bootstrap.servers}, {@code group.id}, {@code max.poll.records}, the
      * deserializers) are refused by {@link #build()}.

@@ -67,6 +67,15 @@ import org.slf4j.LoggerFactory;
  *       and a batch that runs past half of {@code max.poll.interval.ms} stops; its remaining
  *       records are fetched again by the next poll. A single handler call must still finish well
  *       within {@code max.poll.interval.ms}.
+ *   <li><b>Failures</b>: anything thrown out of processing a record (a failed acknowledgement, an
+ *       {@code Error} from a listener…) is that record's failure, logged as an error: its offset
+ *       is not committed, the partition is seeked back to it and paused for the retry backoff,
+ *       and the loop keeps polling. Only a {@link VirtualMachineError} (out of memory…) stops the
+ *       consumer thread, logged as an error: nothing is committed for the record in hand (settled
+ *       records before it are), and {@link #isRunning()} turns false.
+ *   <li><b>Isolation</b>: {@code isolation.level} defaults to {@code read_committed}, so records
+ *       of aborted producer transactions are never applied (see
+ *       {@link KafkaConsumerConfig#DEFAULT_ISOLATION_LEVEL}).
  * </ul>
  *
  * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
@@ -236,7 +245,10 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
     LOG.info("Kafka consumer of group {} stopped", groupId);
   }
 
-  /** True between {@link #start()} and {@link #close()}, while the consumer thread runs. */
+  /**
+   * True between {@link #start()} and {@link #close()}, while the consumer thread runs; false once
+   * it stopped on its own (a {@link VirtualMachineError}, or a failure of the loop itself).
+   */
   @Override
   public boolean isRunning() {
     synchronized (lock) {

@@ -43,6 +43,7 @@ class ClientFactoriesGetTheEnforcedSettingsIT extends KafkaITSupport {
 
     assertThat(consumerProps).singleElement().satisfies(props -> assertThat(props)
         .containsEntry("enable.auto.commit", false)
+        .containsEntry("isolation.level", "read_committed")
         .containsEntry("group.id", group));
     assertThat(producerProps).singleElement().satisfies(props -> assertThat(props)
         .containsEntry("acks", "all")

@@ -47,6 +47,17 @@ class KafkaConsumerConfigTest {
   }
 
   @Test
+  void isolationLevelDefaultsToReadCommittedAndTheUsersValueWins() {
+    assertThat(valid().build().effectiveConsumerProperties("g"))
+        .containsEntry(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed")
+        .containsEntry(ConsumerConfig.ISOLATION_LEVEL_CONFIG, KafkaConsumerConfig.DEFAULT_ISOLATION_LEVEL);
+
+    KafkaConsumerConfig config = valid().consumerProperty("isolation.level", "read_uncommitted").build();
+    assertThat(config.effectiveConsumerProperties("g"))
+        .containsEntry(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+  }
+
+  @Test
   void autoCommitTrueIsOverriddenToFalse() {
     KafkaConsumerConfig config = valid().consumerProperty("enable.auto.commit", "true").build();
 

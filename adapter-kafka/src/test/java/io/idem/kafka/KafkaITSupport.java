@@ -3,6 +3,7 @@ package io.idem.kafka;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
 import io.idem.MessageHandler;
 import io.idem.RetryPolicy;
@@ -107,13 +108,17 @@ abstract class KafkaITSupport {
     return key == null ? "(none)" : key;
   }
 
-  protected IdempotentConsumer<SqlSession> pipeline(MessageHandler<SqlSession> handler) {
-    return IdempotentConsumer.builder(store)
+  /** The test pipeline: {@link #outcomes} and then {@code more} as listeners. */
+  protected IdempotentConsumer<SqlSession> pipeline(MessageHandler<SqlSession> handler, IdempotencyListener... more) {
+    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(store)
         .consumerGroup(group)
         .handler(handler)
         .retryPolicy(retryPolicy())
-        .listener(outcomes)
-        .build();
+        .listener(outcomes);
+    for (IdempotencyListener listener : more) {
+      builder.listener(listener);
+    }
+    return builder.build();
   }
 
   /** Creates and starts an adapter consumer on the test topic; closed after the test. */

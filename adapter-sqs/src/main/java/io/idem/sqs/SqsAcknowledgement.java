@@ -29,7 +29,8 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <p>Used once, by the thread processing the delivery. A method that throws leaves the message
- * in the queue: it reappears when its visibility runs out.
+ * in the queue: the consumer releases it after the retry backoff if it still holds it, otherwise
+ * it reappears when its visibility runs out.
  */
 final class SqsAcknowledgement implements Acknowledgement {
   private final Delivery delivery;

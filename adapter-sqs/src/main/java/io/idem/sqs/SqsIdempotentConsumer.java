@@ -90,6 +90,15 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * deduplication id within 5 minutes but not after, and a legitimate re-publish must be decided by
  * the store, not by that window.
  *
+ * <p><b>Failures.</b> Anything thrown out of processing a message (a failed acknowledgement, an
+ * {@code Error} from a listener…) is that message's failure, logged as an error, and the lane goes
+ * on (on a FIFO queue, the rest of the group is handed back as after a retry): unless the message
+ * was already settled or left to reappear, its heartbeat stops and {@code ChangeMessageVisibility}
+ * sets it to the retry backoff. Only a {@link VirtualMachineError} (out of memory…) stops the
+ * consumer, logged as an error: the message in hand and the rest of its lane are no longer
+ * extended, not deleted, and reappear when their visibility runs out; no more messages are
+ * received and {@link #isRunning()} turns false.
+ *
  * <p><b>Close.</b> {@link #close()} stops receiving (an in-progress long poll is allowed to
  * finish, so keep {@code waitTime} below {@code shutdownTimeout}), lets in-flight messages finish
  * and settle, hands back received messages that had not started (and messages waiting through a
@@ -393,9 +402,13 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       boolean goOn;
       try {
         goOn = ready(delivery) ? process(delivery) : !fifo;
-      } catch (RuntimeException e) {
-        keeper.forget(delivery);
-        LOG.error("could not settle {} on {}: {}", delivery, config.queueName(), e.toString(), e);
+      } catch (VirtualMachineError e) {
+        fail(lane.subList(i, lane.size()), e);
+        throw e;
+      } catch (Throwable e) {
+        // a failed acknowledgement, or an Error the pipeline does not catch (from a listener…):
+        // this message's failure, never the lane's
+        release(delivery, e);
         goOn = !fifo;
       }
       if (!goOn) {
@@ -435,38 +448,64 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       keeper.handBack(List.of(delivery));
       return false;
     }
-    try {
-      ProcessingOutcome outcome;
-      while (true) {
-        SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, letters);
-        outcome = pipeline.process(delivery.message, acknowledgement);
-        Duration wait = acknowledgement.heldForStore();
-        if (wait == null) {
-          break;
-        }
-        if (!holdForStore(delivery, wait)) {
-          return false;
-        }
+    ProcessingOutcome outcome;
+    while (true) {
+      SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, letters);
+      outcome = pipeline.process(delivery.message, acknowledgement);
+      Duration wait = acknowledgement.heldForStore();
+      if (wait == null) {
+        break;
       }
-      switch (outcome) {
-        case RETRY:
-          return false;
-        case DEAD_LETTERED:
-        case CONFLICT:
-          if (letters.viaRedrivePolicy()) {
-            givenUp.add(delivery.messageId());
-            return false;
-          }
-          return true;
-        default:
-          return true;
+      if (!holdForStore(delivery, wait)) {
+        return false;
       }
-    } catch (RuntimeException e) {
-      // the acknowledgement failed: the message stays and reappears when its visibility runs out
-      keeper.forget(delivery);
-      LOG.error("could not settle {} on {}: {}", delivery, config.queueName(), e.toString(), e);
-      return false;
     }
+    switch (outcome) {
+      case RETRY:
+        return false;
+      case DEAD_LETTERED:
+      case CONFLICT:
+        if (letters.viaRedrivePolicy()) {
+          givenUp.add(delivery.messageId());
+          return false;
+        }
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  /**
+   * Something other than a {@link VirtualMachineError} was thrown while {@code delivery} was
+   * processed: unless it was already settled or left to reappear, stop its heartbeat and have SQS
+   * deliver it again after the retry backoff.
+   */
+  private void release(Delivery delivery, Throwable failure) {
+    if (!delivery.held()) {
+      LOG.error("could not settle {} on {}; it reappears when its visibility runs out", delivery,
+          config.queueName(), failure);
+      return;
+    }
+    Duration delay = pipeline.retryPolicy().backoff(delivery.message.deliveryAttempt());
+    LOG.error("could not settle {} on {}; released, it comes back in {} ms", delivery, config.queueName(),
+        delay.toMillis(), failure);
+    try {
+      keeper.changeVisibility(delivery, delay);
+    } catch (RuntimeException e) {
+      LOG.warn("{}; it reappears when its visibility runs out", e.getMessage());
+    }
+  }
+
+  /**
+   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the message in hand
+   * and the rest of its lane, without calling SQS, so that they reappear when their visibility
+   * runs out; and stop the consumer.
+   */
+  private void fail(List<Delivery> rest, VirtualMachineError error) {
+    rest.forEach(keeper::forget);
+    stopping = true; // no more receives; the other lanes hand back what they have not started
+    LOG.error("SQS consumer on {} stops: {} while processing {}; it and the {} message(s) behind it"
+        + " reappear when their visibility runs out", config.queueName(), error, rest.get(0), rest.size() - 1);
   }
 
   /**
@@ -588,7 +627,11 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     }
   }
 
-  /** True between a successful {@link #start()} and the beginning of {@link #close()}. */
+  /**
+   * True between a successful {@link #start()} and the beginning of {@link #close()}; false
+   * once a worker met a {@link VirtualMachineError} (the consumer then stopped receiving; call
+   * {@link #close()} to release its threads).
+   */
   @Override
   public boolean isRunning() {
     return started && !stopping;

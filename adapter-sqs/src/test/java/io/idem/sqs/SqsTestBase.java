@@ -1,5 +1,6 @@
 package io.idem.sqs;
 
+import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
 import io.idem.MessageHandler;
 import io.idem.RetryPolicy;
@@ -62,13 +63,18 @@ abstract class SqsTestBase {
     return harness;
   }
 
-  protected IdempotentConsumer<SqlSession> pipeline(MessageHandler<SqlSession> handler, RetryPolicy retries) {
-    return IdempotentConsumer.builder(db.store)
+  /** The test pipeline: {@link #outcomes} and then {@code more} as listeners. */
+  protected IdempotentConsumer<SqlSession> pipeline(
+      MessageHandler<SqlSession> handler, RetryPolicy retries, IdempotencyListener... more) {
+    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(db.store)
         .consumerGroup(group)
         .handler(handler)
         .retryPolicy(retries)
-        .listener(outcomes)
-        .build();
+        .listener(outcomes);
+    for (IdempotencyListener listener : more) {
+      builder.listener(listener);
+    }
+    return builder.build();
   }
 
   /** The handler that writes one effect row per call. */

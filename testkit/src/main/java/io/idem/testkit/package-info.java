@@ -2,7 +2,8 @@
  * Test support for Idem users and implementers: compatibility kits that every store
  * ({@link io.idem.testkit.ProcessedEventStoreCompatibilityKit}) and broker adapter
  * ({@link io.idem.testkit.BrokerAdapterCompatibilityKit}) extends, an in-memory store for unit
- * tests, and a crash injector for kill-the-JVM tests.
+ * tests, a crash injector for kill-the-JVM tests and an error injector for unexpected
+ * Throwables.
  */
 @NullMarked
 package io.idem.testkit;
