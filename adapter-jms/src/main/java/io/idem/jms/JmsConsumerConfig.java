@@ -103,12 +103,20 @@ public final class JmsConsumerConfig {
     return receiveTimeout;
   }
 
-  /** How long {@link JmsIdempotentConsumer#close()} waits for in-flight messages to finish. */
+  /**
+   * How long {@link JmsIdempotentConsumer#close()} waits for in-flight messages to finish, on top
+   * of one {@link #receiveTimeout()}. Zero is allowed: {@code close()} then waits only one
+   * {@code receiveTimeout} (long enough for an idle worker to notice) and closes the connection of
+   * every worker still busy, so its message is rolled back, not acknowledged, and redelivered.
+   */
   public Duration shutdownTimeout() {
     return shutdownTimeout;
   }
 
-  /** Pause before a worker reconnects after its connection or session failed. */
+  /**
+   * Pause before a worker reconnects after its connection or session failed, and before it
+   * receives again after processing threw an {@link Error}; always positive.
+   */
   public Duration reconnectBackoff() {
     return reconnectBackoff;
   }
@@ -186,13 +194,17 @@ public final class JmsConsumerConfig {
       return this;
     }
 
-    /** Default 30 s; not negative. */
+    /**
+     * Default 30 s; not negative. Zero: {@code close()} does not wait for in-flight messages beyond
+     * one receive timeout; they are rolled back and redelivered (see
+     * {@link JmsConsumerConfig#shutdownTimeout()}).
+     */
     public Builder shutdownTimeout(Duration value) {
       this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
       return this;
     }
 
-    /** Default 1 s; not negative. */
+    /** Default 1 s; must be > 0 (a zero pause would spin on a failing connection or message). */
     public Builder reconnectBackoff(Duration value) {
       this.reconnectBackoff = Objects.requireNonNull(value, "reconnectBackoff");
       return this;
@@ -241,9 +253,8 @@ public final class JmsConsumerConfig {
         throw new IllegalArgumentException(
             "shutdownTimeout must not be negative, but was " + shutdownTimeout);
       }
-      if (reconnectBackoff.isNegative()) {
-        throw new IllegalArgumentException(
-            "reconnectBackoff must not be negative, but was " + reconnectBackoff);
+      if (reconnectBackoff.isNegative() || reconnectBackoff.isZero()) {
+        throw new IllegalArgumentException("reconnectBackoff must be > 0, but was " + reconnectBackoff);
       }
       return new JmsConsumerConfig(this);
     }

@@ -80,6 +80,21 @@ import org.slf4j.LoggerFactory;
  * {@code IdempotencyKeyExtractor.brokerMessageId()} fallback: it changes on re-send and across
  * bridges.
  *
+ * <h2>Failures in processing</h2>
+ *
+ * A worker survives whatever processing a message throws: a failed settlement, or an
+ * {@link Error} from an {@link io.idem.IdempotencyListener} or a key extractor, which the pipeline
+ * does not catch (it turns the handler's own errors into handler failures). The session is
+ * rolled back ({@code TRANSACTED}) or recovered ({@code CLIENT_ACKNOWLEDGE}) so the broker
+ * redelivers the message — it is never acknowledged — and the error is logged at ERROR with the
+ * {@code JMSMessageID}; after an {@code Error} the worker pauses for
+ * {@link JmsConsumerConfig#reconnectBackoff()} before it receives again. The exception is a
+ * {@link VirtualMachineError} (out of memory, a stack overflow, an internal VM error), which is
+ * not swallowed: the session is rolled back (best effort; closing the connection rolls back too), the
+ * worker thread ends with the error, and {@link #isRunning()} turns {@code false} for good. A
+ * worker that ends for any other reason before {@link #close()} does the same. The other workers
+ * go on, but the consumer should be closed and replaced.
+ *
  * <h2>Lifecycle</h2>
  *
  * {@link #start()} connects every worker (errors surface there), then starts their threads.
@@ -88,7 +103,9 @@ import org.slf4j.LoggerFactory;
  * unacknowledged), and waits up to {@link JmsConsumerConfig#shutdownTimeout()} (plus one
  * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then has its connection
  * closed, which abandons its message uncommitted. A lost connection is reopened after
- * {@link JmsConsumerConfig#reconnectBackoff()}. Thread-safe.
+ * {@link JmsConsumerConfig#reconnectBackoff()}. Thread-safe: {@link #start()}, {@link #close()} and
+ * {@link #isRunning()} may be called from any thread; each worker's JMS session is used by its own
+ * thread only.
  */
 public final class JmsIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(JmsIdempotentConsumer.class);
@@ -234,9 +251,14 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
     LOG.info("stopped consuming {} for consumer group '{}'", config.queue(), pipeline.consumerGroup());
   }
 
+  /**
+   * {@code true} from {@link #start()} until {@link #close()}, unless a worker ended (see "Failures
+   * in processing" in the class description): then {@code false} for good, and the consumer should
+   * be closed and replaced.
+   */
   @Override
   public synchronized boolean isRunning() {
-    return state == State.RUNNING;
+    return state == State.RUNNING && workers.stream().noneMatch(JmsWorker::failed);
   }
 
   @Override

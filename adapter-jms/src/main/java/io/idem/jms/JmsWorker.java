@@ -30,6 +30,7 @@ final class JmsWorker implements Runnable {
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile boolean stopping;
   private volatile boolean broken;
+  private volatile boolean failed;
   private volatile @Nullable Connection connection;
   private @Nullable Session session;
   private @Nullable MessageConsumer consumer;
@@ -43,6 +44,14 @@ final class JmsWorker implements Runnable {
 
   String name() {
     return name;
+  }
+
+  /**
+   * Whether this worker ended before {@link #stop()} or {@link #abort()} was asked (a fatal error,
+   * an interrupt); it then takes no more messages.
+   */
+  boolean failed() {
+    return failed;
   }
 
   /** Opens connection, session, consumer and dead-letter producer. */
@@ -97,27 +106,68 @@ final class JmsWorker implements Runnable {
         }
       }
     } finally {
+      if (!stopping) {
+        failed = true;
+        LOG.error("{} on {} stopped while the consumer runs: isRunning() is false from now on; close the"
+            + " consumer and start a new one", name, config.queue());
+      }
       disconnect();
       stopped.countDown();
     }
   }
 
-  private void process(Message message) throws JMSException {
+  /**
+   * Runs one message through the pipeline and settles it. Whatever escapes (an {@link Error} from a
+   * listener or key extractor, which the pipeline does not catch) rolls back or recovers the
+   * session so the broker redelivers the message, and the worker goes on after
+   * {@link JmsConsumerConfig#reconnectBackoff()}; a {@link VirtualMachineError} is rethrown once
+   * the session is rolled back, ending the worker.
+   */
+  private void process(Message message) {
     Session s = session;
     MessageProducer dlq = deadLetterProducer;
     if (s == null || dlq == null) {
       throw new IllegalStateException(name + " is not connected");
     }
-    JmsInboundMessage inbound;
     try {
-      inbound = JmsInboundMessage.of(message, config.queue(), Instant.now());
+      JmsInboundMessage inbound = read(message, s);
+      if (inbound != null) {
+        settle(inbound, message, s, dlq);
+      }
+    } catch (Throwable e) {
+      if (e instanceof VirtualMachineError) {
+        failed = true; // first: logging and rolling back may fail for want of memory
+        try {
+          LOG.error("{}: processing message {} of {} failed fatally; rolled back for redelivery, and"
+              + " this worker stops", name, idOf(message), config.queue(), e);
+          unsettle(s);
+        } catch (Throwable secondary) {
+          e.addSuppressed(secondary); // best effort: closing the connection rolls back as well
+        }
+        throw e;
+      }
+      LOG.error("{}: processing message {} of {} threw; returned to the broker for redelivery, the"
+          + " worker resumes in {} ms", name, idOf(message), config.queue(),
+          config.reconnectBackoff().toMillis(), e);
+      unsettle(s);
+      hold(config.reconnectBackoff());
+    }
+  }
+
+  /** The message as an {@link JmsInboundMessage}, or {@code null} when it cannot be read (it is then returned). */
+  private @Nullable JmsInboundMessage read(Message message, Session s) {
+    try {
+      return JmsInboundMessage.of(message, config.queue(), Instant.now());
     } catch (JMSException | RuntimeException e) {
       LOG.error("{}: could not read message {} of {}; returning it to the broker, whose"
           + " max-delivery-attempts will move it to its dead-letter address: {}",
-          name, message.getJMSMessageID(), config.queue(), e.toString());
+          name, idOf(message), config.queue(), e.toString());
       unsettle(s);
-      return;
+      return null;
     }
+  }
+
+  private void settle(JmsInboundMessage inbound, Message message, Session s, MessageProducer dlq) {
     try {
       while (true) {
         JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
@@ -141,6 +191,14 @@ final class JmsWorker implements Runnable {
       LOG.error("{}: message {} of {} could not be settled; left for redelivery: {}",
           name, inbound.brokerMessageId(), config.queue(), e.toString(), e);
       unsettle(s);
+    }
+  }
+
+  private static @Nullable String idOf(Message message) {
+    try {
+      return message.getJMSMessageID();
+    } catch (JMSException | RuntimeException e) {
+      return null;
     }
   }
 

@@ -26,4 +26,11 @@ record Delivery(
   long tag() {
     return envelope.getDeliveryTag();
   }
+
+  /** Identifies the delivery in logs; the body is left out. */
+  @Override
+  public String toString() {
+    return "delivery " + tag() + " of session " + session.generation + " (message-id "
+        + properties.getMessageId() + ", redelivered " + envelope.isRedeliver() + ")";
+  }
 }

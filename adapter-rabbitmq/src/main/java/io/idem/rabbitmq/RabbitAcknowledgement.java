@@ -51,6 +51,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   private final DeliveryAttempts attempts;
   private final int attempt;
   private final Consumer<Delivery> rerun;
+  private volatile boolean settled;
 
   /**
    * @param attempt the delivery attempt the pipeline saw
@@ -71,6 +72,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   public void ack() {
     long tag = delivery.tag();
     delivery.session().call("basicAck of tag " + tag, (consume, publish) -> consume.basicAck(tag, false));
+    settled = true;
     attempts.forget(delivery.properties(), delivery.body());
   }
 
@@ -81,6 +83,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     long tag = delivery.tag();
     delivery.session().schedule("basicNack(requeue) of tag " + tag, delay,
         (consume, publish) -> consume.basicNack(tag, false, true));
+    settled = true;
   }
 
   /** @throws io.idem.IdempotencyException when the delivering channel is already gone */
@@ -90,6 +93,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     Delivery again = delivery.withAttempt(attempt);
     delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
         () -> rerun.accept(again));
+    settled = true;
   }
 
   /**
@@ -110,7 +114,17 @@ public final class RabbitAcknowledgement implements Acknowledgement {
           delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
           consume.basicAck(tag, false);
         });
+    settled = true;
     attempts.forget(delivery.properties(), delivery.body());
+  }
+
+  /**
+   * Whether this delivery was acked or dead-lettered, or its {@code basicNack} or re-run was
+   * scheduled: then nobody else may return it to the queue (a second settlement of a tag is a
+   * channel error).
+   */
+  boolean settled() {
+    return settled;
   }
 
   static AMQP.BasicProperties deadLetterProperties(AMQP.BasicProperties original, DeadLetterReason reason) {

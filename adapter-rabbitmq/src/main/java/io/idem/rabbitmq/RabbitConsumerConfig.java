@@ -296,7 +296,10 @@ public final class RabbitConsumerConfig {
       return this;
     }
 
-    /** The dead-letter queue declared with {@link #declareTopology(boolean)}; default {@code <queue>.dlq}. */
+    /**
+     * The dead-letter queue declared with {@link #declareTopology(boolean)}; default
+     * {@code <queue>.dlq}. Must differ from the consumed queue.
+     */
     public Builder deadLetterQueue(String value) {
       this.deadLetterQueue = Objects.requireNonNull(value, "deadLetterQueue");
       return this;
@@ -367,6 +370,10 @@ public final class RabbitConsumerConfig {
       }
       if (deadLetterQueue != null) {
         checkName("deadLetterQueue", deadLetterQueue);
+        if (deadLetterQueue.equals(queue)) {
+          throw new IllegalArgumentException("deadLetterQueue must differ from queue, but both were '"
+              + queue + "': dead letters would be consumed again and loop for ever");
+        }
       }
       try {
         new ConnectionFactory().setUri(uri);

@@ -44,12 +44,22 @@ import org.slf4j.LoggerFactory;
  * {@link RabbitConsumerConfig#recoveryInterval()} a new connection is opened, the topology checked
  * again, and consumption resumes — retried every interval until it succeeds or {@link #close()}.
  *
- * <h2>Failed settlement</h2>
+ * <h2>Failed settlement and failures in processing</h2>
  *
  * When settling fails on a live channel (the dead-letter copy was not confirmed or routed
- * nowhere), the error is logged and the delivery is returned to the queue with
+ * nowhere), or anything else escapes the pipeline unsettled — an {@link Error} from an
+ * {@link io.idem.IdempotencyListener} or a key extractor, which the pipeline does not catch — the
+ * error is logged at ERROR with the delivery, and the delivery is returned to the queue with
  * {@code basicNack(requeue=true)} after {@link RabbitConsumerConfig#recoveryInterval()}: it is
- * neither dropped nor held for ever, and comes back until it can be settled.
+ * neither acked, dropped nor held for ever, and comes back until it can be settled (a delivery
+ * settled before the throw is left as it is). The worker carries on with the next delivery.
+ *
+ * <p>The exception is a {@link VirtualMachineError} (out of memory, a stack overflow, an internal
+ * VM error), which is not swallowed: the delivery is returned at once (best effort; closing the
+ * connection returns it too), the consumer is marked failed and the worker thread ends with the
+ * error. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
+ * {@code false} for good and is logged at ERROR; the other workers go on, but the consumer should
+ * be closed and replaced.
  *
  * <h2>Closing</h2>
  *
@@ -60,7 +70,8 @@ import org.slf4j.LoggerFactory;
  * waited for further; its delivery is not acked. Retries waiting for their backoff, and
  * deliveries held through a store outage, are returned at once.
  *
- * <p>Thread-safe lifecycle methods. Logs under {@code io.idem.rabbitmq}.
+ * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
+ * any thread. Logs under {@code io.idem.rabbitmq}.
  */
 public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
@@ -78,6 +89,7 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private final Object lifecycle = new Object();
   private volatile State state = State.NEW;
   private volatile boolean stopping;
+  private volatile boolean failed;
   private volatile @Nullable Session session;
   private @Nullable ScheduledExecutorService supervisor;
 
@@ -163,9 +175,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     return config;
   }
 
+  /**
+   * {@code true} from {@link #start()} until {@link #close()}, unless a worker thread died (see
+   * "Failures in processing" in the class description): then {@code false} for good, and the
+   * consumer should be closed and replaced.
+   */
   @Override
   public boolean isRunning() {
-    return state == State.RUNNING && !stopping;
+    return state == State.RUNNING && !stopping && !failed;
   }
 
   /** Graceful stop; see the class description. Idempotent. */
@@ -253,6 +270,18 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private void work() {
+    try {
+      consume();
+    } finally {
+      if (!stopping) {
+        failed = true;
+        LOG.error("worker {} of {} stopped while the consumer runs: isRunning() is false from now on;"
+            + " close the consumer and start a new one", Thread.currentThread().getName(), config.queue());
+      }
+    }
+  }
+
+  private void consume() {
     while (!stopping) {
       Delivery delivery;
       try {
@@ -275,31 +304,64 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     }
   }
 
+  /**
+   * Runs one delivery through the pipeline. Whatever escapes the pipeline (its settlement failed,
+   * or an {@link Error} from a listener or key extractor) returns the delivery to the queue unless
+   * it was settled; the worker carries on, except after a {@link VirtualMachineError}, which is
+   * rethrown once the delivery is on its way back.
+   */
   private void process(Delivery delivery) {
-    int attempt = delivery.attempt() > 0
-        ? delivery.attempt() // run again after a store outage: the same delivery, not a new attempt
-        : attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
-    RabbitInboundMessage message = new RabbitInboundMessage(
-        config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
-        delivery.receivedAt());
+    RabbitAcknowledgement acknowledgement = null;
     try {
-      pipeline.process(message, new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun));
-    } catch (RuntimeException e) {
-      Session session = delivery.session();
-      if (!session.isOpen()) {
-        LOG.warn("{} not settled, its channel is gone: {}", message, e.getMessage());
+      int attempt = delivery.attempt() > 0
+          ? delivery.attempt() // run again after a store outage: the same delivery, not a new attempt
+          : attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
+      RabbitInboundMessage message = new RabbitInboundMessage(
+          config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
+          delivery.receivedAt());
+      acknowledgement = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
+      pipeline.process(message, acknowledgement);
+    } catch (Throwable e) {
+      if (!(e instanceof VirtualMachineError)) {
+        giveBack(delivery, acknowledgement, e, config.recoveryInterval());
         return;
       }
-      // Not settled on a live channel (the dead-letter copy was refused): return it after a pause
-      // rather than hold it forever or loop on it.
-      LOG.error("{} could not be settled; returning it to the queue in {}", message, config.recoveryInterval(), e);
-      long tag = delivery.tag();
+      failed = true; // first: logging and returning the delivery may fail for want of memory
       try {
-        session.schedule("basicNack(requeue) of unsettled tag " + tag, config.recoveryInterval(),
-            (consume, publish) -> consume.basicNack(tag, false, true));
-      } catch (IdempotencyException lost) {
-        LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
+        giveBack(delivery, acknowledgement, e, Duration.ZERO); // work() then logs the worker's end
+      } catch (Throwable secondary) {
+        e.addSuppressed(secondary); // best effort: closing the channel returns the delivery as well
       }
+      throw e;
+    }
+  }
+
+  /**
+   * Returns an unsettled delivery to the queue after {@code delay}: not acked, and not held for ever
+   * on a live channel. Logs why.
+   */
+  private void giveBack(
+      Delivery delivery, @Nullable RabbitAcknowledgement acknowledgement, Throwable failure, Duration delay) {
+    if (acknowledgement != null && acknowledgement.settled()) {
+      LOG.error("processing {} of {} threw after the delivery was settled; nothing to return", delivery,
+          config.queue(), failure);
+      return;
+    }
+    Session session = delivery.session();
+    if (!session.isOpen()) {
+      LOG.warn("{} of {} not settled, its channel is gone and RabbitMQ requeued it: {}", delivery,
+          config.queue(), failure.toString());
+      return;
+    }
+    // Not settled on a live channel (the dead-letter copy was refused, or something threw): return
+    // it after a pause rather than hold it forever or loop on it.
+    LOG.error("{} of {} not settled; returning it to the queue in {}", delivery, config.queue(), delay, failure);
+    long tag = delivery.tag();
+    try {
+      session.schedule("basicNack(requeue) of unsettled tag " + tag, delay,
+          (consume, publish) -> consume.basicNack(tag, false, true));
+    } catch (IdempotencyException lost) {
+      LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
     }
   }
 
@@ -339,6 +401,6 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
 
   @Override
   public String toString() {
-    return "RabbitIdempotentConsumer[" + config.queue() + ", " + state + "]";
+    return "RabbitIdempotentConsumer[" + config.queue() + ", " + state + (failed ? ", FAILED" : "") + "]";
   }
 }

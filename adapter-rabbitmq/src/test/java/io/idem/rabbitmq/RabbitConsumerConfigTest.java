@@ -73,6 +73,16 @@ class RabbitConsumerConfigTest {
   }
 
   @Test
+  void deadLetterQueueMustNotBeTheConsumedQueue() {
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("orders").deadLetterQueue("orders").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("deadLetterQueue must differ from queue, but both were 'orders': dead letters would be"
+            + " consumed again and loop for ever");
+    assertThat(RabbitConsumerConfig.builder("orders").deadLetterQueue("orders.failed").build().deadLetterQueue())
+        .isEqualTo("orders.failed");
+  }
+
+  @Test
   void toStringHidesThePassword() {
     String text = RabbitConsumerConfig.builder("q").uri("amqp://user:secret@host:5672/%2F").build().toString();
     assertThat(text).contains("amqp://user:***@host").doesNotContain("secret");
