@@ -28,7 +28,8 @@ public interface IdempotencyKeyExtractor {
   /**
    * Extracts the key from one message.
    *
-   * @return never {@code null}
+   * @return never {@code null} (the pipeline and {@link #firstOf} treat a {@code null}, like an
+   *     exception, as a {@link KeyExtraction.Rejected} naming this extractor)
    */
   KeyExtraction extract(InboundMessage message);
 
@@ -54,7 +55,9 @@ public interface IdempotencyKeyExtractor {
    * AMQP binding's {@code cloudEvents_} or {@code cloudEvents:} prefixes) and
    * {@code ce-id}/{@code ce-source} (HTTP-style). The key is {@code source + " " + id}: the
    * CloudEvents spec makes that pair unique per event, and a URI-reference has no space, so the
-   * value cannot be ambiguous. Rejected when {@code id} is present without {@code source}.
+   * value cannot be ambiguous. Rejected when {@code id} is present without {@code source}, and
+   * when {@code source} holds whitespace or a control character (it is then no URI-reference,
+   * and {@code "urn:a b"+"1"} would make the same key as {@code "urn:a"+"b 1"}).
    */
   static IdempotencyKeyExtractor cloudEvents() {
     return new CloudEventsKeyExtractor();

@@ -14,10 +14,10 @@ import org.jspecify.annotations.Nullable;
  * <ol>
  *   <li>extract the key ({@link IdempotencyKeyExtractor}); none → dead-letter with the reason;
  *   <li>open a store transaction and claim the key (insert the processed-events marker);
- *   <li>new key → run the {@link MessageHandler} in that transaction, commit, then
- *       {@link Acknowledgement#ack() ack}; already committed → ack and skip ({@link
- *       ProcessingOutcome#DUPLICATE}); committed with another payload → dead-letter ({@link
- *       ProcessingOutcome#CONFLICT});
+ *   <li>new key → run the {@link MessageHandler} (or {@link KeyedMessageHandler}) in that
+ *       transaction, commit, then {@link Acknowledgement#ack() ack}; already committed → ack and
+ *       skip ({@link ProcessingOutcome#DUPLICATE}); committed with another payload → dead-letter
+ *       ({@link ProcessingOutcome#CONFLICT});
  *   <li>handler throws → roll back marker and business writes together, then
  *       {@link Acknowledgement#retry retry} with backoff, or dead-letter when the
  *       {@link RetryPolicy} says so; store unavailable → roll back and
@@ -63,7 +63,7 @@ public interface IdempotentConsumer<C> {
   final class Builder<C> {
     private final ProcessedEventStore<C> store;
     private @Nullable String consumerGroup;
-    private @Nullable MessageHandler<C> handler;
+    private @Nullable KeyedMessageHandler<C> handler;
     private IdempotencyKeyExtractor keyExtractor = IdempotencyKeyExtractor.defaults();
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
@@ -74,14 +74,32 @@ public interface IdempotentConsumer<C> {
       this.store = Objects.requireNonNull(store, "store");
     }
 
-    /** Required. Instances sharing a consumer group apply each key once between them. */
+    /**
+     * Required. Instances sharing a consumer group apply each key once between them. 1 to
+     * {@value IdempotencyKey#MAX_CONSUMER_GROUP_LENGTH} characters, not blank, no control
+     * character and no unpaired UTF-16 surrogate; checked by {@link #build()}.
+     */
     public Builder<C> consumerGroup(String value) {
       this.consumerGroup = Objects.requireNonNull(value, "consumerGroup");
       return this;
     }
 
-    /** Required. The business logic. */
+    /**
+     * Required (this or {@link #handler(KeyedMessageHandler)}; the last one set wins). The
+     * business logic, given the message: {@code .handler((message, session) -> ...)}.
+     */
     public Builder<C> handler(MessageHandler<C> value) {
+      Objects.requireNonNull(value, "handler");
+      this.handler = (key, message, context) -> value.handle(message, context);
+      return this;
+    }
+
+    /**
+     * Required (this or {@link #handler(MessageHandler)}; the last one set wins). The business
+     * logic, given the idempotency key the store claimed as well, to key outbox rows by it:
+     * {@code .handler((key, message, session) -> ...)}.
+     */
+    public Builder<C> handler(KeyedMessageHandler<C> value) {
       this.handler = Objects.requireNonNull(value, "handler");
       return this;
     }

@@ -132,4 +132,42 @@ class IdempotencyKeyExtractorTest {
     assertThat(pointer.extract(message("{\"orderId\":\"T1\"} this is not json").build()))
         .isInstanceOf(KeyExtraction.Rejected.class);
   }
+
+  @Test
+  void cloudEventsSourceWithASpaceIsRejectedNotJoinedIntoAnAmbiguousKey() {
+    IdempotencyKeyExtractor cloudEvents = IdempotencyKeyExtractor.cloudEvents();
+    KeyExtraction spaced = cloudEvents.extract(message("{}").header("ce_source", "urn:a b").header("ce_id", "1").build());
+    KeyExtraction plain = cloudEvents.extract(message("{}").header("ce_source", "urn:a").header("ce_id", "b 1").build());
+    assertThat(((KeyExtraction.Rejected) spaced).reason())
+        .isEqualTo("CloudEvents header 'ce_source' must be a URI-reference without whitespace or control"
+            + " characters, but has U+0020 at index 5");
+    assertThat(((KeyExtraction.Found) plain).value()).isEqualTo("urn:a b 1");
+  }
+
+  @Test
+  void cloudEventsSourceWithOtherWhitespaceOrControlCharactersIsRejected() {
+    for (String source : new String[] {"urn:a\tb", "urn:a\u00A0b", "urn:a\u2028b", "urn:a\u0007b", "urn:a\u0085b"}) {
+      KeyExtraction result = IdempotencyKeyExtractor.cloudEvents()
+          .extract(message("{}").header("ce-source", source).header("ce-id", "1").build());
+      assertThat(result).as(source).isInstanceOf(KeyExtraction.Rejected.class);
+    }
+  }
+
+  @Test
+  void extractorReturningNullInAChainBecomesRejection() {
+    IdempotencyKeyExtractor broken = new IdempotencyKeyExtractor() {
+      @Override
+      public KeyExtraction extract(InboundMessage message) {
+        return null;
+      }
+
+      @Override
+      public String toString() {
+        return "broken()";
+      }
+    };
+    KeyExtraction result = IdempotencyKeyExtractor.firstOf(broken, IdempotencyKeyExtractor.brokerMessageId())
+        .extract(message("{}").brokerMessageId("m-1").build());
+    assertThat(((KeyExtraction.Rejected) result).reason()).isEqualTo("key extractor broken() returned null");
+  }
 }

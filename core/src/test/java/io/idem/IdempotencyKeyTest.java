@@ -28,6 +28,32 @@ class IdempotencyKeyTest {
   }
 
   @Test
+  void consumerGroupsDifferingOnlyInUnpairedSurrogatesAreRejectedNotMerged() {
+    assertThatThrownBy(() -> new IdempotencyKey("billing\uD800", "k", KeySource.HEADER))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("consumerGroup must be valid Unicode, but has an unpaired surrogate U+D800 at index 7");
+    assertThatThrownBy(() -> new IdempotencyKey("billing\uDBFF", "k", KeySource.HEADER))
+        .hasMessage("consumerGroup must be valid Unicode, but has an unpaired surrogate U+DBFF at index 7");
+    assertThatThrownBy(() -> new IdempotencyKey("\uDC00billing", "k", KeySource.HEADER))
+        .hasMessageContaining("unpaired surrogate U+DC00 at index 0");
+    assertThat(new IdempotencyKey("billing-\uD83D\uDE00", "k", KeySource.HEADER).consumerGroup())
+        .endsWith("\uD83D\uDE00");
+  }
+
+  @Test
+  void consumerGroupWithNulOrControlCharactersIsRejected() {
+    assertThatThrownBy(() -> new IdempotencyKey("billing\0", "k", KeySource.HEADER))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("consumerGroup must not contain the NUL character (U+0000)");
+    assertThatThrownBy(() -> new IdempotencyKey("bill\ning", "k", KeySource.HEADER))
+        .hasMessage("consumerGroup must not contain control characters, but has U+000A at index 4");
+    assertThatThrownBy(() -> new IdempotencyKey("billing\u009F", "k", KeySource.HEADER))
+        .hasMessage("consumerGroup must not contain control characters, but has U+009F at index 7");
+    assertThat(new IdempotencyKey("g".repeat(IdempotencyKey.MAX_CONSUMER_GROUP_LENGTH), "k", KeySource.HEADER))
+        .isNotNull();
+  }
+
+  @Test
   void deadLetterReasonHeaders() {
     DeadLetterReason reason = new DeadLetterReason(
         DeadLetterCause.MAX_ATTEMPTS_EXCEEDED, "x".repeat(2000), "g", "k", 5, "java.lang.IllegalStateException");

@@ -21,12 +21,7 @@ public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
   public KeyExtraction extract(InboundMessage message) {
     StringJoiner tried = new StringJoiner("; ");
     for (IdempotencyKeyExtractor extractor : extractors) {
-      KeyExtraction result;
-      try {
-        result = extractor.extract(message);
-      } catch (RuntimeException e) {
-        return KeyExtraction.rejected("key extractor " + extractor + " failed: " + e);
-      }
+      KeyExtraction result = extractSafely(extractor, message);
       if (result instanceof KeyExtraction.Absent absent) {
         tried.add(absent.detail());
       } else {
@@ -34,6 +29,24 @@ public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
       }
     }
     return KeyExtraction.absent("no idempotency key: " + tried);
+  }
+
+  /**
+   * Runs one extractor, turning the contract breaches its Javadoc forbids (throwing, returning
+   * {@code null}) into a {@link KeyExtraction.Rejected} naming it, so the message is dead-lettered
+   * with a reason instead of failing {@code process}.
+   */
+  static KeyExtraction extractSafely(IdempotencyKeyExtractor extractor, InboundMessage message) {
+    KeyExtraction result;
+    try {
+      result = extractor.extract(message);
+    } catch (RuntimeException e) {
+      return KeyExtraction.rejected("key extractor " + extractor + " failed: " + e);
+    }
+    if (result == null) {
+      return KeyExtraction.rejected("key extractor " + extractor + " returned null");
+    }
+    return result;
   }
 
   @Override

@@ -5,8 +5,13 @@ import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
 import io.idem.KeySource;
 import java.util.List;
+import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
-/** Reads CloudEvents {@code source} + {@code id} from binary-content-mode headers. */
+/**
+ * Reads CloudEvents {@code source} + {@code id} from binary-content-mode headers; a source that is
+ * not a URI-reference (whitespace, control characters) is rejected rather than joined.
+ */
 public final class CloudEventsKeyExtractor implements IdempotencyKeyExtractor {
   // Kafka and JMS bindings use "ce_", HTTP "ce-", the AMQP binding "cloudEvents:" or "cloudEvents_".
   private static final List<String> PREFIXES = List.of("ce_", "ce-", "cloudEvents:", "cloudEvents_");
@@ -31,11 +36,34 @@ public final class CloudEventsKeyExtractor implements IdempotencyKeyExtractor {
       if (source instanceof KeyExtraction.Rejected) {
         return source;
       }
-      String value = ((KeyExtraction.Found) source).value() + " " + ((KeyExtraction.Found) id).value();
+      String sourceValue = ((KeyExtraction.Found) source).value();
+      String problem = problemWithSource(sourceValue);
+      if (problem != null) {
+        return KeyExtraction.rejected("CloudEvents header '" + prefix + "source' " + problem);
+      }
+      // the source has no space, so the first space of the key is this one: no two
+      // (source, id) pairs make the same key
+      String value = sourceValue + " " + ((KeyExtraction.Found) id).value();
       return KeyExtraction.found(
           value, KeySource.CLOUDEVENTS, "CloudEvents headers '" + prefix + "source'+'" + prefix + "id'");
     }
     return KeyExtraction.absent("no CloudEvents id header (ce_id, ce-id, cloudEvents:id)");
+  }
+
+  /**
+   * A CloudEvents source is a URI-reference (CloudEvents 1.0, RFC 3986), which holds no unescaped
+   * whitespace or control character; one that does could end where the id begins.
+   */
+  private static @Nullable String problemWithSource(String source) {
+    for (int i = 0; i < source.length(); i++) {
+      char c = source.charAt(i);
+      if (Character.isWhitespace(c) || Character.isSpaceChar(c) || Character.isISOControl(c)) {
+        return String.format(Locale.ROOT,
+            "must be a URI-reference without whitespace or control characters, but has U+%04X at"
+                + " index %d", (int) c, i);
+      }
+    }
+    return null;
   }
 
   @Override

@@ -9,7 +9,7 @@ import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
 import io.idem.KeySource;
-import io.idem.MessageHandler;
+import io.idem.KeyedMessageHandler;
 import io.idem.OversizedKeyPolicy;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
@@ -31,7 +31,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   private final ProcessedEventStore<C> store;
   private final String consumerGroup;
-  private final MessageHandler<C> handler;
+  private final KeyedMessageHandler<C> handler;
   private final IdempotencyKeyExtractor keyExtractor;
   private final RetryPolicy retryPolicy;
   private final OversizedKeyPolicy oversizedKeys;
@@ -43,7 +43,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
       String consumerGroup,
-      MessageHandler<C> handler,
+      KeyedMessageHandler<C> handler,
       IdempotencyKeyExtractor keyExtractor,
       RetryPolicy retryPolicy,
       OversizedKeyPolicy oversizedKeys,
@@ -180,7 +180,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       throw new StoreUnavailableException("claim of key '" + key.value() + "' failed: " + e, e);
     }
     if (claim == ClaimResult.CLAIMED) {
-      handler.handle(message, tx);
+      handler.handle(key, message, tx);
       // the handler may have swallowed a database error (the transaction is then aborted and
       // its commit would silently roll back) or ended the transaction itself
       store.confirmClaim(tx, key);
@@ -264,12 +264,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   }
 
   private KeyOrReason key(InboundMessage message) {
-    KeyExtraction extraction;
-    try {
-      extraction = keyExtractor.extract(message);
-    } catch (RuntimeException e) {
-      extraction = KeyExtraction.rejected("key extractor " + keyExtractor + " failed: " + e);
-    }
+    KeyExtraction extraction = ChainedKeyExtractor.extractSafely(keyExtractor, message);
     if (extraction instanceof KeyExtraction.Absent absent) {
       return KeyOrReason.reason(DeadLetterCause.NO_KEY, absent.detail());
     }
