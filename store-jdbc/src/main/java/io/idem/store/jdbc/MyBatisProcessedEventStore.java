@@ -9,12 +9,14 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ibatis.builder.xml.XMLMapperBuilder;
 import org.apache.ibatis.executor.BatchExecutor;
 import org.apache.ibatis.session.Configuration;
@@ -41,6 +43,18 @@ import org.slf4j.LoggerFactory;
  * race surfaces as SQLSTATE 40001 instead, reported as {@link StoreUnavailableException} so the
  * pipeline retries the whole transaction.
  *
+ * <p>Idem must own each transaction, or a message could be acknowledged with its effect lost.
+ * {@link Builder#build()} therefore checks, in a session opened the way every transaction is:
+ * the executor type (not {@code BATCH}); that the connection is not in auto-commit mode (where the
+ * claim would commit on its own, before the handler ran, and a failed message would come back as
+ * a duplicate) and that commit really ends the transaction (MyBatis' {@code
+ * ManagedTransactionFactory} ignores it) — build the factory's {@code Environment} with MyBatis'
+ * {@code JdbcTransactionFactory}; and the table's shape: every column of {@link
+ * #MIGRATION_RESOURCE} and a primary key or unique constraint on exactly {@code (consumer_group,
+ * idempotency_key)}. Every transaction checks auto-commit again before the claim and, if it is on,
+ * fails the message without claiming: a {@link StoreUnavailableException} (rolled back, retried
+ * with backoff, never acked) logged at ERROR.
+ *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
 public final class MyBatisProcessedEventStore implements ProcessedEventStore<SqlSession> {
@@ -58,17 +72,19 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private final TableName table;
   private final ExecutorType executorType;
   private final @Nullable TransactionIsolationLevel isolation;
+  private final String namespace;
   private final String claimStatement;
   private final String fingerprintStatement;
   private final String existsStatement;
   private final String purgeStatement;
+  private final AtomicLong autoCommitRefusals = new AtomicLong();
 
   private MyBatisProcessedEventStore(Builder b) {
     this.sessions = b.sessions;
     this.table = TableName.of(b.tableName);
     this.executorType = b.executorType;
     this.isolation = b.isolation;
-    String namespace = registerMapper(sessions.getConfiguration(), table);
+    this.namespace = registerMapper(sessions.getConfiguration(), table);
     this.claimStatement = namespace + ".claim";
     this.fingerprintStatement = namespace + ".fingerprint";
     this.existsStatement = namespace + ".exists";
@@ -89,14 +105,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   public <T> T inTransaction(TransactionWork<SqlSession, T> work) throws Exception {
     SqlSession session;
     try {
-      session = isolation == null
-          ? sessions.openSession(executorType, false)
-          : sessions.openSession(executorType, isolation);
+      session = openSession();
     } catch (RuntimeException e) {
       throw new StoreUnavailableException(
           "could not open a database session: " + TransientFailures.rootMessage(e), e);
     }
     try {
+      requireTransaction(session);
       T result;
       try {
         result = work.run(GuardedSession.wrap(session));
@@ -125,6 +140,38 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       } catch (RuntimeException e) {
         LOG.debug("closing the session failed; the pool discards the connection", e);
       }
+    }
+  }
+
+  /** A session the way every transaction of the store opens it (and {@link Builder#build()} checks it). */
+  private SqlSession openSession() {
+    return isolation == null
+        ? sessions.openSession(executorType, false)
+        : sessions.openSession(executorType, isolation);
+  }
+
+  /**
+   * Refuses the transaction before anything is claimed when its connection is in auto-commit mode
+   * (the claim would commit on its own). A {@link StoreUnavailableException}, so the pipeline rolls
+   * back and retries with backoff — never acks, never dead-letters a good message — and logged at
+   * ERROR (once per doubling of the count) because only a configuration change ends it.
+   */
+  private void requireTransaction(SqlSession session) {
+    boolean autoCommit;
+    try {
+      autoCommit = session.getConnection().getAutoCommit();
+    } catch (SQLException | RuntimeException e) {
+      throw new StoreUnavailableException(
+          "could not open a database connection: " + TransientFailures.rootMessage(e), e);
+    }
+    if (autoCommit) {
+      long refusals = autoCommitRefusals.incrementAndGet();
+      if (Long.bitCount(refusals) == 1) {
+        LOG.error("{} transaction(s) refused, nothing claimed: {}", refusals,
+            StartupChecks.AUTO_COMMIT_REFUSED);
+      }
+      throw new StoreUnavailableException(
+          "transaction refused, nothing claimed: " + StartupChecks.AUTO_COMMIT_REFUSED, null);
     }
   }
 
@@ -188,40 +235,28 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   }
 
   /**
-   * Checks that the table is there and is Idem's, with one query.
+   * Runs {@link StartupChecks} in a session opened like every transaction of the store.
    *
-   * @throws IllegalStateException when the table is missing, unreadable or not Idem's
+   * @throws IllegalStateException on a misconfiguration (session, table)
    * @throws IllegalArgumentException when the table name cannot be used unquoted (a reserved word)
    * @throws StoreUnavailableException when the database cannot be reached
    */
-  private void verifyTable() {
-    Map<String, Object> params = new HashMap<>();
-    params.put("consumerGroup", "idem-verify");
-    params.put("key", "idem-verify");
-    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
-      session.selectOne(existsStatement, params);
+  private void checkAtStartup() {
+    SqlSession session;
+    try {
+      session = openSession();
     } catch (RuntimeException e) {
-      String state = TransientFailures.sqlState(e);
-      String table = this.table.qualified();
-      if ("42P01".equals(state) || "3F000".equals(state)) {
-        throw new IllegalStateException("processed-events table " + table + " does not exist: apply "
-            + MIGRATION_RESOURCE + " with your migration tool, or build the store with"
-            + " createTableIfMissing(true)", e);
+      throw StartupChecks.failure("could not open a database session", e);
+    }
+    try {
+      StartupChecks.run(session, namespace, table);
+    } finally {
+      try {
+        session.rollback(true);
+      } catch (RuntimeException e) {
+        LOG.debug("rolling back the start-up check session failed", e);
       }
-      if ("42601".equals(state)) {
-        throw new IllegalArgumentException("tableName '" + table + "' cannot be used as an unquoted"
-            + " identifier (a reserved word?): " + TransientFailures.rootMessage(e), e);
-      }
-      if ("42703".equals(state)) {
-        throw new IllegalStateException("table " + table + " exists but is not an Idem processed-events"
-            + " table (" + TransientFailures.rootMessage(e) + "); see " + MIGRATION_RESOURCE, e);
-      }
-      if ("42501".equals(state)) {
-        throw new IllegalStateException("no privilege on processed-events table " + table + ": "
-            + TransientFailures.rootMessage(e), e);
-      }
-      throw new StoreUnavailableException("could not verify processed-events table " + table + ": "
-          + TransientFailures.rootMessage(e), e);
+      session.close();
     }
   }
 
@@ -341,10 +376,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
 
     /**
-     * Default {@code true}: {@link #build()} runs one query to check that the table exists and is
-     * Idem's, so a misconfiguration fails at start-up instead of making every message retry as if
-     * the database were down. {@code false} skips it (for example when the database may not be up
-     * yet when the application starts).
+     * Default {@code true}: {@link #build()} opens one session the way the store's transactions
+     * are opened and checks that it is not in auto-commit mode, that its commit ends the
+     * transaction, and that the table exists with every column of {@link #MIGRATION_RESOURCE} and
+     * a primary key or unique constraint on exactly {@code (consumer_group, idempotency_key)}; so a
+     * misconfiguration fails at start-up instead of losing effects or making every message retry
+     * as if the database were down. {@code false} skips these checks (for example when the database
+     * may not be up yet when the application starts); the per-transaction auto-commit check stays.
      */
     public Builder verifyTable(boolean value) {
       this.verifyTable = value;
@@ -352,11 +390,15 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
 
     /**
+     * Validates, creates the table when asked, and runs the {@link #verifyTable(boolean) checks}.
+     *
      * @throws IllegalArgumentException when the table name is not a plain identifier (or is a
      *     reserved word) or the executor type is BATCH
-     * @throws IllegalStateException when {@code verifyTable} finds the table missing or not Idem's
-     * @throws StoreUnavailableException when {@code createTableIfMissing} could not reach the
-     *     database
+     * @throws IllegalStateException when the sessions are in auto-commit mode or their commit does
+     *     not commit, when the table is missing, lacks a column or the (consumer_group,
+     *     idempotency_key) key, or cannot be read, or when {@code createTableIfMissing} failed for a
+     *     reason other than an outage (a missing schema, a privilege, …); the message says which
+     * @throws StoreUnavailableException when the database could not be reached
      */
     public MyBatisProcessedEventStore build() {
       if (executorType == ExecutorType.BATCH) {
@@ -370,7 +412,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       }
       MyBatisProcessedEventStore store = new MyBatisProcessedEventStore(this);
       if (verifyTable) {
-        store.verifyTable();
+        store.checkAtStartup();
       }
       return store;
     }

@@ -24,14 +24,17 @@ public final class ProcessedEventsSchema {
    *
    * @param tableName {@code table} or {@code schema.table}, validated as identifiers
    * @throws IllegalArgumentException when the name is not a plain identifier
-   * @throws StoreUnavailableException when the script fails
+   * @throws StoreUnavailableException when the database could not be reached or asked for a retry
+   *     (SQLSTATE classes 08, 53, 57P, 40001, 40P01: see {@code TransientFailures})
+   * @throws IllegalStateException when the script failed for any other reason, a configuration
+   *     error such as a missing schema (3F000) or privilege (42501)
    */
   public static void apply(DataSource dataSource, String tableName) {
     TableName table = TableName.of(tableName);
     try (Connection c = dataSource.getConnection()) {
       run(c, table);
-    } catch (SQLException e) {
-      throw new StoreUnavailableException("could not create " + table.qualified() + ": " + e.getMessage(), e);
+    } catch (SQLException | RuntimeException e) {
+      throw failure(table, e);
     }
   }
 
@@ -39,8 +42,12 @@ public final class ProcessedEventsSchema {
     try (SqlSession session = sessions.openSession(false)) {
       run(session.getConnection(), table);
     } catch (SQLException | RuntimeException e) {
-      throw new StoreUnavailableException("could not create " + table.qualified() + ": " + e.getMessage(), e);
+      throw failure(table, e);
     }
+  }
+
+  private static RuntimeException failure(TableName table, Exception e) {
+    return StartupChecks.failure("could not create " + table.qualified(), e);
   }
 
   /** The script with the table (and index) renamed for {@code table}. */

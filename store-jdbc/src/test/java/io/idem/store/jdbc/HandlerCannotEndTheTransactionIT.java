@@ -3,7 +3,6 @@ package io.idem.store.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.idem.DeadLetterReason;
 import io.idem.IdempotencyKey;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
@@ -12,7 +11,6 @@ import io.idem.MessageHandler;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.fixtures.PostgresFixture;
-import io.idem.spi.Acknowledgement;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -20,9 +18,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -54,27 +52,7 @@ class HandlerCannotEndTheTransactionIT {
     dataSource.close();
   }
 
-  /** Records what the pipeline told the broker. */
-  private static final class Recorded implements Acknowledgement {
-    final List<String> calls = new ArrayList<>();
-
-    @Override
-    public void ack() {
-      calls.add("ack");
-    }
-
-    @Override
-    public void retry(Duration delay) {
-      calls.add("retry");
-    }
-
-    @Override
-    public void deadLetter(DeadLetterReason reason) {
-      calls.add("deadLetter:" + reason.cause());
-    }
-  }
-
-  private static ProcessingOutcome run(String key, MessageHandler<SqlSession> handler, Recorded ack) {
+  private static ProcessingOutcome run(String key, MessageHandler<SqlSession> handler, RecordedAcknowledgement ack) {
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup("guard")
         .handler(handler)
@@ -94,6 +72,11 @@ class HandlerCannotEndTheTransactionIT {
   }
 
   private static int effects(String key) throws SQLException {
+    return effects(dataSource, key);
+  }
+
+  /** Rows of {@code effects (k text PRIMARY KEY)} with {@code key}. */
+  static int effects(DataSource dataSource, String key) throws SQLException {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM effects WHERE k = ?")) {
       ps.setString(1, key);
@@ -111,7 +94,7 @@ class HandlerCannotEndTheTransactionIT {
   @Test
   void aSwallowedDatabaseErrorIsAFailureNotAProcessedMessage() throws Exception {
     String key = "swallow-" + UUID.randomUUID();
-    Recorded ack = new Recorded();
+    RecordedAcknowledgement ack = new RecordedAcknowledgement();
     ProcessingOutcome outcome = run(key, (message, session) -> {
       try {
         insert(session, "taken"); // unique violation: PostgreSQL aborts the transaction
@@ -127,7 +110,7 @@ class HandlerCannotEndTheTransactionIT {
   @Test
   void aHandlerCannotCommitPartOfItsWork() throws Exception {
     String key = "commit-" + UUID.randomUUID();
-    Recorded ack = new Recorded();
+    RecordedAcknowledgement ack = new RecordedAcknowledgement();
     ProcessingOutcome outcome = run(key, (message, session) -> {
       insert(session, key);
       session.commit(); // would commit the marker with half the work
@@ -142,7 +125,7 @@ class HandlerCannotEndTheTransactionIT {
   void aHandlerCannotRollBackOrEndTheTransactionThroughTheConnection() throws Exception {
     for (String how : List.of("rollback", "session-rollback", "autocommit", "close")) {
       String key = how + "-" + UUID.randomUUID();
-      Recorded ack = new Recorded();
+      RecordedAcknowledgement ack = new RecordedAcknowledgement();
       ProcessingOutcome outcome = run(key, (message, session) -> {
         insert(session, key);
         switch (how) {
@@ -162,7 +145,7 @@ class HandlerCannotEndTheTransactionIT {
   @Test
   void mapperCallsAndSavepointsStillWork() throws Exception {
     String key = "savepoint-" + UUID.randomUUID();
-    Recorded ack = new Recorded();
+    RecordedAcknowledgement ack = new RecordedAcknowledgement();
     ProcessingOutcome outcome = run(key, (message, session) -> {
       Connection c = session.getConnection();
       java.sql.Savepoint sp = c.setSavepoint();
@@ -182,7 +165,7 @@ class HandlerCannotEndTheTransactionIT {
   @Test
   void anErrorFromTheHandlerIsAHandlerFailure() throws Exception {
     String key = "error-" + UUID.randomUUID();
-    Recorded ack = new Recorded();
+    RecordedAcknowledgement ack = new RecordedAcknowledgement();
     ProcessingOutcome outcome = run(key, (message, session) -> {
       insert(session, key);
       throw new AssertionError("a bug");
@@ -190,7 +173,7 @@ class HandlerCannotEndTheTransactionIT {
     assertThat(outcome).isEqualTo(ProcessingOutcome.RETRY);
     assertThat(marker(key)).isFalse();
     assertThat(effects(key)).isZero();
-    Recorded last = new Recorded();
+    RecordedAcknowledgement last = new RecordedAcknowledgement();
     InboundMessage third = InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
         .header("idempotency-key", key).deliveryAttempt(3).build();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store).consumerGroup("guard")

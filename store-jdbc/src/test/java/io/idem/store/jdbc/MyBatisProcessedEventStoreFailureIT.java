@@ -100,6 +100,19 @@ class MyBatisProcessedEventStoreFailureIT {
   }
 
   @Test
+  void creatingATableInAMissingSchemaIsAConfigurationErrorNotAnOutage() {
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions)
+            .tableName("idem_no_such_schema.events").createTableIfMissing(true).build())
+        .isInstanceOf(IllegalStateException.class)
+        .isNotInstanceOf(StoreUnavailableException.class)
+        .hasMessageContaining("could not create idem_no_such_schema.events: ERROR: schema"
+            + " \"idem_no_such_schema\" does not exist");
+    assertThatThrownBy(() -> ProcessedEventsSchema.apply(dataSource, "idem_no_such_schema.events"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("schema \"idem_no_such_schema\" does not exist");
+  }
+
+  @Test
   void reservedWordTableNameFailsAtBuild() {
     assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName("order").build())
         .isInstanceOf(IllegalArgumentException.class)
