@@ -44,16 +44,22 @@ import org.slf4j.LoggerFactory;
  * pipeline retries the whole transaction.
  *
  * <p>Idem must own each transaction, or a message could be acknowledged with its effect lost.
- * {@link Builder#build()} therefore checks, in a session opened the way every transaction is:
- * the executor type (not {@code BATCH}); that the connection is not in auto-commit mode (where the
- * claim would commit on its own, before the handler ran, and a failed message would come back as
- * a duplicate) and that commit really ends the transaction (MyBatis' {@code
- * ManagedTransactionFactory} ignores it) — build the factory's {@code Environment} with MyBatis'
- * {@code JdbcTransactionFactory}; and the table's shape: every column of {@link
- * #MIGRATION_RESOURCE} and a primary key or unique constraint on exactly {@code (consumer_group,
- * idempotency_key)}. Every transaction checks auto-commit again before the claim and, if it is on,
- * fails the message without claiming: a {@link StoreUnavailableException} (rolled back, retried
- * with backoff, never acked) logged at ERROR.
+ * {@link Builder#build()} therefore refuses, without reaching the database, a session factory
+ * without an {@code Environment} or whose {@code Environment} uses MyBatis' {@code
+ * ManagedTransactionFactory} (its commit and rollback do nothing) — build it with MyBatis' {@code
+ * JdbcTransactionFactory}. Then, unless {@link Builder#verifyTable(boolean) verifyTable(false)}, it
+ * checks in a session opened the way every transaction is: that the connection is not in
+ * auto-commit mode (where the claim would commit on its own, before the handler ran, and a failed
+ * message would come back as a duplicate) and that commit really ends the transaction; the table's
+ * shape (every column of {@link #MIGRATION_RESOURCE} and a primary key or unique constraint on
+ * exactly {@code (consumer_group, idempotency_key)}); and that the table takes a claim — the
+ * store's own claim of the longest consumer group and key, then the same claim again, which must
+ * be a duplicate, all rolled back — so that a column too short or of another type, a NOT NULL
+ * column without a default, a missing privilege or a failing trigger is refused at start-up instead
+ * of failing every message as an "outage".
+ * Every transaction checks auto-commit again before the claim and, if it is on, fails the message
+ * without claiming: a {@link StoreUnavailableException} (rolled back, retried with backoff, never
+ * acked) logged at ERROR.
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
@@ -191,11 +197,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       throw new IllegalArgumentException(
           "payloadFingerprint must be a 32-byte SHA-256, but had " + payloadFingerprint.length + " bytes");
     }
+    return claim(transaction, key.consumerGroup(), key.value(), key.source().name(), payloadFingerprint);
+  }
+
+  /**
+   * The claim itself, on values {@link IdempotencyKey} has validated — or on the values no real key
+   * can have that {@link ClaimProbe} claims at build.
+   */
+  ClaimResult claim(
+      SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
     Map<String, Object> params = new HashMap<>();
-    params.put("consumerGroup", key.consumerGroup());
-    params.put("key", key.value());
-    params.put("keySource", key.source().name());
-    params.put("fingerprint", payloadFingerprint);
+    params.put("consumerGroup", consumerGroup);
+    params.put("key", key);
+    params.put("keySource", keySource);
+    params.put("fingerprint", fingerprint);
     int inserted = transaction.insert(claimStatement, params);
     if (inserted == BatchExecutor.BATCH_UPDATE_RETURN_VALUE) {
       throw new IllegalStateException(
@@ -212,7 +227,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       // compare with. Report a duplicate rather than apply twice within the retention window.
       return ClaimResult.DUPLICATE;
     }
-    return Arrays.equals(stored, payloadFingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
+    return Arrays.equals(stored, fingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
   }
 
   /**
@@ -235,7 +250,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   }
 
   /**
-   * Runs {@link StartupChecks} in a session opened like every transaction of the store.
+   * Runs {@link StartupChecks}, then {@link ClaimProbe}, in a session opened like every
+   * transaction of the store.
    *
    * @throws IllegalStateException on a misconfiguration (session, table)
    * @throws IllegalArgumentException when the table name cannot be used unquoted (a reserved word)
@@ -250,6 +266,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       StartupChecks.run(session, namespace, table);
+      ClaimProbe.run(session, this, namespace, table);
     } finally {
       try {
         session.rollback(true);
@@ -378,11 +395,15 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     /**
      * Default {@code true}: {@link #build()} opens one session the way the store's transactions
      * are opened and checks that it is not in auto-commit mode, that its commit ends the
-     * transaction, and that the table exists with every column of {@link #MIGRATION_RESOURCE} and
-     * a primary key or unique constraint on exactly {@code (consumer_group, idempotency_key)}; so a
-     * misconfiguration fails at start-up instead of losing effects or making every message retry
-     * as if the database were down. {@code false} skips these checks (for example when the database
-     * may not be up yet when the application starts); the per-transaction auto-commit check stays.
+     * transaction, that the table exists with every column of {@link #MIGRATION_RESOURCE} and a
+     * primary key or unique constraint on exactly {@code (consumer_group, idempotency_key)}, and
+     * that it takes a claim of the longest consumer group and key and sees it again as a
+     * duplicate (rolled back, nothing left behind); so a misconfiguration fails at start-up instead of losing effects or making every
+     * message retry as if the database were down. {@code false} skips these database checks (for
+     * example when the database may not be up yet when the application starts). What needs no
+     * database is checked either way: the executor type, the table name, and the factory's {@code
+     * Environment} (present, and not MyBatis' {@code ManagedTransactionFactory}); and every
+     * transaction still checks auto-commit before its claim.
      */
     public Builder verifyTable(boolean value) {
       this.verifyTable = value;
@@ -394,10 +415,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
      *
      * @throws IllegalArgumentException when the table name is not a plain identifier (or is a
      *     reserved word) or the executor type is BATCH
-     * @throws IllegalStateException when the sessions are in auto-commit mode or their commit does
-     *     not commit, when the table is missing, lacks a column or the (consumer_group,
-     *     idempotency_key) key, or cannot be read, or when {@code createTableIfMissing} failed for a
-     *     reason other than an outage (a missing schema, a privilege, …); the message says which
+     * @throws IllegalStateException when the factory has no Environment or uses MyBatis'
+     *     ManagedTransactionFactory (whatever {@code verifyTable} says), when the sessions are in
+     *     auto-commit mode or their commit does not commit, when the table is missing, lacks a
+     *     column or the (consumer_group, idempotency_key) key, cannot be read, or refuses or
+     *     discards the probe claim (the database's message quoted), or when {@code
+     *     createTableIfMissing} failed for a reason other than an outage (a missing schema, a
+     *     privilege, …); the message says which
      * @throws StoreUnavailableException when the database could not be reached
      */
     public MyBatisProcessedEventStore build() {
@@ -407,6 +431,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
                 + " so a duplicate claim could not be detected");
       }
       TableName table = TableName.of(tableName);
+      StartupChecks.requireTransactionFactory(sessions.getConfiguration());
       if (createTableIfMissing) {
         ProcessedEventsSchema.apply(sessions, table);
       }

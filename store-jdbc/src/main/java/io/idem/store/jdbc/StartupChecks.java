@@ -7,16 +7,23 @@ import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
+import org.apache.ibatis.mapping.Environment;
+import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.transaction.managed.ManagedTransactionFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What {@link MyBatisProcessedEventStore.Builder#build()} checks, in one session opened the way
- * the store opens its transactions: that the session gives Idem a transaction of its own (not in
- * auto-commit mode, and its commit really commits), and that the table is there and shaped like
- * {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}. A misconfiguration is an {@link
- * IllegalStateException} (an unusable table name an {@link IllegalArgumentException}) naming what
- * is wrong; only a database that cannot be reached is a {@link StoreUnavailableException}.
+ * What {@link MyBatisProcessedEventStore.Builder#build()} checks. Always, without the database:
+ * that the session factory's {@code Environment} exists and does not use MyBatis' {@code
+ * ManagedTransactionFactory} ({@link #requireTransactionFactory}). Unless {@code
+ * verifyTable(false)}, in one session opened the way the store opens its transactions ({@link
+ * #run}): that the session gives Idem a transaction of its own (not in auto-commit mode, and its
+ * commit really commits), and that the table is there and shaped like {@link
+ * MyBatisProcessedEventStore#MIGRATION_RESOURCE}; then {@link ClaimProbe} checks that it takes a
+ * claim. A misconfiguration is an {@link IllegalStateException} (an unusable table name an {@link
+ * IllegalArgumentException}) naming what is wrong; only a database that cannot be reached or asks
+ * for a retry is a {@link StoreUnavailableException}.
  */
 final class StartupChecks {
   /** The columns of {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}. */
@@ -32,14 +39,45 @@ final class StartupChecks {
       + " SpringManagedTransactionFactory, give the pool autoCommit=false";
 
   static final String COMMIT_IGNORED = "commit on a session of the SqlSessionFactory does not end"
-      + " its transaction (MyBatis' ManagedTransactionFactory ignores commit and rollback, and so does"
-      + " a Spring-managed transaction already open), so the pool would roll the processed-events"
-      + " marker and the handler's writes back after the message was acknowledged. Build the"
-      + " factory's Environment with MyBatis' JdbcTransactionFactory";
+      + " its transaction (its TransactionFactory ignores commit, as mybatis-spring's does inside a"
+      + " Spring transaction already open), so the processed-events marker and the handler's writes"
+      + " would be committed or rolled back by someone else after the message was acknowledged."
+      + " Build the factory's Environment with MyBatis' JdbcTransactionFactory";
+
+  static final String MANAGED_REFUSED = "the SqlSessionFactory's Environment uses MyBatis'"
+      + " ManagedTransactionFactory, whose commit and rollback do nothing, so Idem cannot own its"
+      + " transactions: over a pool with autoCommit=false the pool or container would roll the"
+      + " processed-events marker and the handler's writes back after the message was acknowledged,"
+      + " and over a pool in auto-commit mode the marker would commit on its own before the handler"
+      + " ran, and a message whose handler failed would be skipped as a duplicate when redelivered."
+      + " Build the Environment with MyBatis' JdbcTransactionFactory; with mybatis-spring,"
+      + " SpringManagedTransactionFactory works over a pool with autoCommit=false as long as the"
+      + " store's transactions do not run inside a Spring transaction";
+
+  static final String NO_ENVIRONMENT = "the SqlSessionFactory's Configuration has no Environment, so"
+      + " it can open no session (and MyBatis would fall back to ManagedTransactionFactory, whose"
+      + " commit does nothing). Build it with new Environment(id, new JdbcTransactionFactory(),"
+      + " dataSource)";
 
   private StartupChecks() {}
 
-  /** Runs every check in {@code session}; the caller rolls it back and closes it. */
+  /**
+   * Refuses a factory whose transactions Idem cannot own, without touching the database, so
+   * whatever {@code verifyTable} says. Other factories are checked in a session by {@link #run}.
+   *
+   * @throws IllegalStateException without an Environment or with ManagedTransactionFactory
+   */
+  static void requireTransactionFactory(Configuration configuration) {
+    Environment environment = configuration.getEnvironment();
+    if (environment == null) {
+      throw new IllegalStateException(NO_ENVIRONMENT);
+    }
+    if (environment.getTransactionFactory() instanceof ManagedTransactionFactory) {
+      throw new IllegalStateException(MANAGED_REFUSED);
+    }
+  }
+
+  /** Runs every database check in {@code session}; the caller rolls it back and closes it. */
   static void run(SqlSession session, String namespace, TableName table) {
     requireOwnTransaction(session, namespace);
     requireTable(session, namespace, table);
@@ -121,7 +159,7 @@ final class StartupChecks {
         + " createTableIfMissing(true)", cause);
   }
 
-  private static <T> T query(Supplier<T> query, String what) {
+  static <T> T query(Supplier<T> query, String what) {
     try {
       return query.get();
     } catch (RuntimeException e) {

@@ -28,6 +28,7 @@ import org.apache.ibatis.session.SqlSessionFactoryBuilder;
 import org.apache.ibatis.session.TransactionIsolationLevel;
 import org.apache.ibatis.transaction.Transaction;
 import org.apache.ibatis.transaction.TransactionFactory;
+import org.apache.ibatis.transaction.jdbc.JdbcTransaction;
 import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
 import org.apache.ibatis.transaction.managed.ManagedTransactionFactory;
 import org.junit.jupiter.api.AfterAll;
@@ -43,12 +44,10 @@ import org.junit.jupiter.api.Test;
  */
 class AutoCommitSessionsAreRefusedIT {
   private static HikariDataSource autoCommitPool;
-  private static HikariDataSource transactionalPool;
 
   @BeforeAll
   static void setUp() throws Exception {
     autoCommitPool = PostgresFixture.shared().newSchema("auto_commit"); // Hikari's default: on
-    transactionalPool = pool(autoCommitPool.getSchema(), false);
     try (Connection c = autoCommitPool.getConnection(); Statement s = c.createStatement()) {
       s.execute("CREATE TABLE effects (k text PRIMARY KEY)");
     }
@@ -57,11 +56,11 @@ class AutoCommitSessionsAreRefusedIT {
 
   @AfterAll
   static void tearDown() {
-    transactionalPool.close();
     autoCommitPool.close();
   }
 
-  private static HikariDataSource pool(String schema, boolean autoCommit) {
+  /** A pool of PostgreSQL connections in {@code schema}, in the given auto-commit mode. */
+  static HikariDataSource pool(String schema, boolean autoCommit) {
     PostgresFixture postgres = PostgresFixture.shared();
     HikariConfig config = new HikariConfig();
     // the schema as a connection parameter: Hikari's setSchema would leave a transaction open on
@@ -78,7 +77,7 @@ class AutoCommitSessionsAreRefusedIT {
     return new HikariDataSource(config);
   }
 
-  private static SqlSessionFactory sessions(TransactionFactory transactions, DataSource ds) {
+  static SqlSessionFactory sessions(TransactionFactory transactions, DataSource ds) {
     return new SqlSessionFactoryBuilder().build(new Configuration(new Environment("it", transactions, ds)));
   }
 
@@ -93,12 +92,37 @@ class AutoCommitSessionsAreRefusedIT {
         .hasMessageContaining("autoCommit=false");
   }
 
+  /** Like ManagedTransactionFactory under another name: hands out sessions whose commit does nothing. */
+  private static final class CommitIgnoringFactory extends JdbcTransactionFactory {
+    @Override
+    public Transaction newTransaction(DataSource ds, TransactionIsolationLevel level, boolean autoCommit) {
+      return new JdbcTransaction(ds, level, autoCommit) {
+        @Override
+        public void commit() {}
+
+        @Override
+        public void rollback() {}
+      };
+    }
+  }
+
   @Test
-  void managedTransactionsWhoseCommitDoesNothingAreRefusedAtBuild() {
-    SqlSessionFactory managed = sessions(new ManagedTransactionFactory(), transactionalPool);
-    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(managed).build())
+  void aFactoryWhoseCommitDoesNothingIsRefusedAtBuild() {
+    SqlSessionFactory ignoring = sessions(new CommitIgnoringFactory(), autoCommitPool);
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(ignoring).build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("does not end its transaction")
+        .hasMessageContaining("JdbcTransactionFactory");
+  }
+
+  @Test
+  void aFactoryWhoseSessionsAreInAutoCommitModeIsRefusedAtBuild() {
+    TurningFactory transactions = new TurningFactory();
+    transactions.autoCommit.set(true);
+    assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions(transactions, autoCommitPool)).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("auto-commit mode")
+        .hasMessageContaining("would be skipped as a duplicate")
         .hasMessageContaining("JdbcTransactionFactory");
   }
 
