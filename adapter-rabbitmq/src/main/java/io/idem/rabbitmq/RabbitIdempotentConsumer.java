@@ -52,12 +52,17 @@ import org.slf4j.LoggerFactory;
  * error is logged at ERROR with the delivery, and the delivery is returned to the queue with
  * {@code basicNack(requeue=true)} after {@link RabbitConsumerConfig#recoveryInterval()}: it is
  * neither acked, dropped nor held for ever, and comes back until it can be settled (a delivery
- * settled before the throw is left as it is). The worker carries on with the next delivery.
+ * settled before the throw is left as it is, and so is one whose ack was handed to the settler
+ * thread, even when the wait for it was interrupted: see {@link RabbitAcknowledgement}). The
+ * worker carries on with the next delivery.
  *
  * <p>The exception is a {@link VirtualMachineError} (out of memory, a stack overflow, an internal
  * VM error), which is not swallowed: the delivery is returned at once (best effort; closing the
  * connection returns it too), the consumer is marked failed and the worker thread ends with the
- * error. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
+ * error. A worker also ends when it is interrupted while it waits for a delivery; an interrupt
+ * flag that processing leaves set (a handler restoring an interrupt it caught) is cleared with a
+ * WARN instead, so that it neither ends the worker nor fails the next delivery's transaction or
+ * ack. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
  * {@code false} for good and is logged at ERROR; the other workers go on, but the consumer should
  * be closed and replaced.
  *
@@ -301,6 +306,11 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         continue;
       }
       process(delivery);
+      if (Thread.interrupted()) {
+        LOG.warn("processing {} of {} left worker {} interrupted; the flag is cleared: the consumer's workers"
+            + " are stopped by close(), and the flag would fail the next delivery", delivery, config.queue(),
+            Thread.currentThread().getName());
+      }
     }
   }
 
@@ -323,45 +333,17 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       pipeline.process(message, acknowledgement);
     } catch (Throwable e) {
       if (!(e instanceof VirtualMachineError)) {
-        giveBack(delivery, acknowledgement, e, config.recoveryInterval());
+        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, config.recoveryInterval());
         return;
       }
       failed = true; // first: logging and returning the delivery may fail for want of memory
       try {
-        giveBack(delivery, acknowledgement, e, Duration.ZERO); // work() then logs the worker's end
+        // work() then logs the worker's end
+        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, Duration.ZERO);
       } catch (Throwable secondary) {
         e.addSuppressed(secondary); // best effort: closing the channel returns the delivery as well
       }
       throw e;
-    }
-  }
-
-  /**
-   * Returns an unsettled delivery to the queue after {@code delay}: not acked, and not held for ever
-   * on a live channel. Logs why.
-   */
-  private void giveBack(
-      Delivery delivery, @Nullable RabbitAcknowledgement acknowledgement, Throwable failure, Duration delay) {
-    if (acknowledgement != null && acknowledgement.settled()) {
-      LOG.error("processing {} of {} threw after the delivery was settled; nothing to return", delivery,
-          config.queue(), failure);
-      return;
-    }
-    Session session = delivery.session();
-    if (!session.isOpen()) {
-      LOG.warn("{} of {} not settled, its channel is gone and RabbitMQ requeued it: {}", delivery,
-          config.queue(), failure.toString());
-      return;
-    }
-    // Not settled on a live channel (the dead-letter copy was refused, or something threw): return
-    // it after a pause rather than hold it forever or loop on it.
-    LOG.error("{} of {} not settled; returning it to the queue in {}", delivery, config.queue(), delay, failure);
-    long tag = delivery.tag();
-    try {
-      session.schedule("basicNack(requeue) of unsettled tag " + tag, delay,
-          (consume, publish) -> consume.basicNack(tag, false, true));
-    } catch (IdempotencyException lost) {
-      LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
     }
   }
 
