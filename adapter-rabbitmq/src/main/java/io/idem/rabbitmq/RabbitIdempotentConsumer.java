@@ -10,10 +10,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -64,7 +66,10 @@ import org.slf4j.LoggerFactory;
  * WARN instead, so that it neither ends the worker nor fails the next delivery's transaction or
  * ack. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
  * {@code false} for good and is logged at ERROR; the other workers go on, but the consumer should
- * be closed and replaced.
+ * be closed and replaced. When no worker is left, the consumer stops consuming: it closes its
+ * connection, so that RabbitMQ requeues at once every delivery it held (prefetched ones included)
+ * and sends new ones to the queue's other consumers, and it does not reconnect. That is logged at
+ * ERROR once; {@link #close()} is still needed to release the rest.
  *
  * <h2>Closing</h2>
  *
@@ -90,11 +95,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private final DeliveryAttempts attempts = new DeliveryAttempts(DeliveryAttempts.CAPACITY);
   private final LinkedBlockingQueue<Delivery> buffer = new LinkedBlockingQueue<>();
   private final AtomicLong generations = new AtomicLong();
+  private final AtomicInteger liveWorkers = new AtomicInteger();
   private final List<Thread> workers = new ArrayList<>();
   private final Object lifecycle = new Object();
   private volatile State state = State.NEW;
   private volatile boolean stopping;
   private volatile boolean failed;
+  /** No worker is left: the session is closed (or about to be) and never replaced. */
+  private volatile boolean abandoned;
   private volatile @Nullable Session session;
   private @Nullable ScheduledExecutorService supervisor;
 
@@ -165,6 +173,7 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         throw e instanceof IdempotencyException idem ? idem
             : new IdempotencyException("could not connect to RabbitMQ for queue '" + config.queue() + "': " + e, e);
       }
+      liveWorkers.set(config.concurrency());
       for (int i = 0; i < config.concurrency(); i++) {
         Thread worker = new Thread(this::work, "idem-rabbit-worker-" + config.queue() + "-" + i);
         workers.add(worker);
@@ -182,8 +191,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
 
   /**
    * {@code true} from {@link #start()} until {@link #close()}, unless a worker thread died (see
-   * "Failures in processing" in the class description): then {@code false} for good, and the
-   * consumer should be closed and replaced.
+   * "Failed settlement and failures in processing" in the class description): then {@code false}
+   * for good, and the consumer should be closed and replaced.
    */
   @Override
   public boolean isRunning() {
@@ -236,8 +245,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
 
   /** Called from a client thread when a session's connection or channel closed. */
   private void lost(Session gone) {
-    if (stopping) {
-      return;
+    if (stopping || abandoned) {
+      return; // closing, or no worker left: nothing to reconnect for
     }
     LOG.warn("lost the connection or channel of {} (generation {}): its deliveries are void and will be"
         + " redelivered; reconnecting in {}", config.queue(), gone.generation, config.recoveryInterval());
@@ -248,13 +257,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     try {
       recovery.execute(() -> gone.close(Duration.ofSeconds(5)));
       recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       // closing
     }
   }
 
+  /** Supervisor thread, like {@link #stopConsuming()}: the two never overlap. */
   private void reconnect() {
-    if (stopping) {
+    if (stopping || abandoned) {
       return;
     }
     try {
@@ -264,10 +274,10 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     } catch (Exception e) {
       LOG.warn("reconnecting to {} failed: {}; next try in {}", config.queue(), e.toString(), config.recoveryInterval());
       ScheduledExecutorService recovery = supervisor;
-      if (!stopping && recovery != null) {
+      if (!stopping && !abandoned && recovery != null) {
         try {
           recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closing) {
+        } catch (RejectedExecutionException closing) {
           // closing
         }
       }
@@ -275,15 +285,52 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private void work() {
+    Throwable death = null;
     try {
-      consume();
+      consume(); // returns when stopping, or when interrupted while waiting for a delivery
+    } catch (Throwable e) {
+      death = e;
+      throw e;
     } finally {
       if (!stopping) {
-        failed = true;
-        LOG.error("worker {} of {} stopped while the consumer runs: isRunning() is false from now on;"
-            + " close the consumer and start a new one", Thread.currentThread().getName(), config.queue());
+        workerEnded(death == null ? "interrupted while waiting for a delivery" : death.toString());
       }
     }
+  }
+
+  /**
+   * A worker ended before {@link #close()}. The last one stops consumption: otherwise RabbitMQ
+   * would go on pushing up to {@code prefetch} deliveries to a buffer nobody reads, held from the
+   * queue's other consumers until {@link #close()}.
+   */
+  private void workerEnded(String why) {
+    failed = true;
+    String worker = Thread.currentThread().getName();
+    if (liveWorkers.decrementAndGet() > 0) {
+      LOG.error("worker {} of {} ended ({}) while the consumer runs; {} worker(s) left. isRunning() is"
+          + " false from now on: close the consumer and start a new one", worker, config.queue(), why,
+          liveWorkers.get());
+      return;
+    }
+    abandoned = true; // first: no reconnect from now on
+    ScheduledExecutorService recovery = Objects.requireNonNull(supervisor);
+    try {
+      recovery.execute(this::stopConsuming); // after a reconnect under way, never beside it
+    } catch (RejectedExecutionException e) {
+      return; // close() is under way and closes the session itself
+    }
+    LOG.error("consumer of {} stopped consuming: its last worker {} ended ({}). Its connection is closed,"
+        + " so RabbitMQ requeues every delivery it held for the queue's other consumers, and it does not"
+        + " reconnect. isRunning() is false: close it and start a new one", config.queue(), worker, why);
+  }
+
+  /** No worker is left: ends the current session for good. Supervisor thread. */
+  private void stopConsuming() {
+    Session current = session;
+    if (current != null) {
+      current.close(Duration.ofSeconds(5));
+    }
+    buffer.clear(); // of the closed session: requeued by RabbitMQ
   }
 
   private void consume() {
