@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Future;
 import java.util.function.Consumer;
 
 /**
@@ -43,6 +44,12 @@ import java.util.function.Consumer;
  *       message can be dead-lettered twice.
  * </ul>
  *
+ * <p>A method whose wait for the settler thread is interrupted throws with the outcome unknown,
+ * while the settler carries on. An ack handed to the settler, and a dead-letter whose copy was
+ * confirmed, count as settled from then on: the delivery is never {@code basicNack}ed after them
+ * (if the ack is not made, the channel is gone and RabbitMQ redelivers the message; the store
+ * deduplicates it). A dead-letter whose copy was refused is not settled.
+ *
  * <p>Thread-safe; each instance settles one delivery, once.
  */
 public final class RabbitAcknowledgement implements Acknowledgement {
@@ -67,12 +74,17 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     this.rerun = Objects.requireNonNull(rerun, "rerun");
   }
 
-  /** @throws io.idem.IdempotencyException when the delivering channel is gone */
+  /**
+   * @throws io.idem.IdempotencyException when the delivering channel is gone, or the wait for the
+   *     ack was interrupted (the ack is still made; the delivery counts as settled)
+   */
   @Override
   public void ack() {
     long tag = delivery.tag();
-    delivery.session().call("basicAck of tag " + tag, (consume, publish) -> consume.basicAck(tag, false));
-    settled = true;
+    String what = "basicAck of tag " + tag;
+    Future<?> done = delivery.session().submit(what, (consume, publish) -> consume.basicAck(tag, false));
+    settled = true; // handed over: if the ack is not made, the channel is gone and RabbitMQ requeued it
+    delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());
   }
 
@@ -98,7 +110,8 @@ public final class RabbitAcknowledgement implements Acknowledgement {
 
   /**
    * @throws io.idem.IdempotencyException when the copy was not confirmed or not routed, or the
-   *     delivering channel is gone; the original is then not acked
+   *     delivering channel is gone; the original is then not acked. Also when the wait was
+   *     interrupted: then the copy and the ack may still be made (see {@link #settled()})
    */
   @Override
   public void deadLetter(DeadLetterReason reason) {
@@ -109,19 +122,24 @@ public final class RabbitAcknowledgement implements Acknowledgement {
         ? config.deadLetterRoutingKey()
         : delivery.envelope().getRoutingKey();
     AMQP.BasicProperties copy = deadLetterProperties(delivery.properties(), reason);
-    delivery.session().call("dead-letter of tag " + tag + " to exchange '" + exchange + "'",
-        (consume, publish) -> {
-          delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
-          consume.basicAck(tag, false);
-        });
-    settled = true;
+    String what = "dead-letter of tag " + tag + " to exchange '" + exchange + "'";
+    Future<?> done = delivery.session().submit(what, (consume, publish) -> {
+      delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
+      settled = true; // the copy is stored: from now on the original is only ever acked
+      consume.basicAck(tag, false);
+    });
+    delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());
   }
 
   /**
-   * Whether this delivery was acked or dead-lettered, or its {@code basicNack} or re-run was
-   * scheduled: then nobody else may return it to the queue (a second settlement of a tag is a
-   * channel error).
+   * Whether this delivery is settled, or will be by a task already on the settler thread: its
+   * {@code basicAck} was handed to the settler, its dead-letter copy was confirmed (the ack follows
+   * on the same thread), or its {@code basicNack} or re-run was scheduled. Then nobody else may
+   * return it to the queue: a second settlement of a tag is a channel error, which closes the
+   * channel and requeues every delivery in flight on it. A dead-letter whose copy is still being
+   * published is not settled yet; read this on the settler thread, after that task, to know
+   * whether the copy was stored.
    */
   boolean settled() {
     return settled;

@@ -10,10 +10,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -52,14 +54,22 @@ import org.slf4j.LoggerFactory;
  * error is logged at ERROR with the delivery, and the delivery is returned to the queue with
  * {@code basicNack(requeue=true)} after {@link RabbitConsumerConfig#recoveryInterval()}: it is
  * neither acked, dropped nor held for ever, and comes back until it can be settled (a delivery
- * settled before the throw is left as it is). The worker carries on with the next delivery.
+ * settled before the throw is left as it is, and so is one whose ack was handed to the settler
+ * thread, even when the wait for it was interrupted: see {@link RabbitAcknowledgement}). The
+ * worker carries on with the next delivery.
  *
  * <p>The exception is a {@link VirtualMachineError} (out of memory, a stack overflow, an internal
  * VM error), which is not swallowed: the delivery is returned at once (best effort; closing the
  * connection returns it too), the consumer is marked failed and the worker thread ends with the
- * error. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
+ * error. A worker also ends when it is interrupted while it waits for a delivery; an interrupt
+ * flag that processing leaves set (a handler restoring an interrupt it caught) is cleared with a
+ * WARN instead, so that it neither ends the worker nor fails the next delivery's transaction or
+ * ack. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
  * {@code false} for good and is logged at ERROR; the other workers go on, but the consumer should
- * be closed and replaced.
+ * be closed and replaced. When no worker is left, the consumer stops consuming: it closes its
+ * connection, so that RabbitMQ requeues at once every delivery it held (prefetched ones included)
+ * and sends new ones to the queue's other consumers, and it does not reconnect. That is logged at
+ * ERROR once; {@link #close()} is still needed to release the rest.
  *
  * <h2>Closing</h2>
  *
@@ -85,11 +95,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private final DeliveryAttempts attempts = new DeliveryAttempts(DeliveryAttempts.CAPACITY);
   private final LinkedBlockingQueue<Delivery> buffer = new LinkedBlockingQueue<>();
   private final AtomicLong generations = new AtomicLong();
+  private final AtomicInteger liveWorkers = new AtomicInteger();
   private final List<Thread> workers = new ArrayList<>();
   private final Object lifecycle = new Object();
   private volatile State state = State.NEW;
   private volatile boolean stopping;
   private volatile boolean failed;
+  /** No worker is left: the session is closed (or about to be) and never replaced. */
+  private volatile boolean abandoned;
   private volatile @Nullable Session session;
   private @Nullable ScheduledExecutorService supervisor;
 
@@ -160,6 +173,7 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         throw e instanceof IdempotencyException idem ? idem
             : new IdempotencyException("could not connect to RabbitMQ for queue '" + config.queue() + "': " + e, e);
       }
+      liveWorkers.set(config.concurrency());
       for (int i = 0; i < config.concurrency(); i++) {
         Thread worker = new Thread(this::work, "idem-rabbit-worker-" + config.queue() + "-" + i);
         workers.add(worker);
@@ -177,8 +191,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
 
   /**
    * {@code true} from {@link #start()} until {@link #close()}, unless a worker thread died (see
-   * "Failures in processing" in the class description): then {@code false} for good, and the
-   * consumer should be closed and replaced.
+   * "Failed settlement and failures in processing" in the class description): then {@code false}
+   * for good, and the consumer should be closed and replaced.
    */
   @Override
   public boolean isRunning() {
@@ -231,8 +245,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
 
   /** Called from a client thread when a session's connection or channel closed. */
   private void lost(Session gone) {
-    if (stopping) {
-      return;
+    if (stopping || abandoned) {
+      return; // closing, or no worker left: nothing to reconnect for
     }
     LOG.warn("lost the connection or channel of {} (generation {}): its deliveries are void and will be"
         + " redelivered; reconnecting in {}", config.queue(), gone.generation, config.recoveryInterval());
@@ -243,13 +257,14 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     try {
       recovery.execute(() -> gone.close(Duration.ofSeconds(5)));
       recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       // closing
     }
   }
 
+  /** Supervisor thread, like {@link #stopConsuming()}: the two never overlap. */
   private void reconnect() {
-    if (stopping) {
+    if (stopping || abandoned) {
       return;
     }
     try {
@@ -259,10 +274,10 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     } catch (Exception e) {
       LOG.warn("reconnecting to {} failed: {}; next try in {}", config.queue(), e.toString(), config.recoveryInterval());
       ScheduledExecutorService recovery = supervisor;
-      if (!stopping && recovery != null) {
+      if (!stopping && !abandoned && recovery != null) {
         try {
           recovery.schedule(this::reconnect, config.recoveryInterval().toNanos(), TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closing) {
+        } catch (RejectedExecutionException closing) {
           // closing
         }
       }
@@ -270,15 +285,52 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private void work() {
+    Throwable death = null;
     try {
-      consume();
+      consume(); // returns when stopping, or when interrupted while waiting for a delivery
+    } catch (Throwable e) {
+      death = e;
+      throw e;
     } finally {
       if (!stopping) {
-        failed = true;
-        LOG.error("worker {} of {} stopped while the consumer runs: isRunning() is false from now on;"
-            + " close the consumer and start a new one", Thread.currentThread().getName(), config.queue());
+        workerEnded(death == null ? "interrupted while waiting for a delivery" : death.toString());
       }
     }
+  }
+
+  /**
+   * A worker ended before {@link #close()}. The last one stops consumption: otherwise RabbitMQ
+   * would go on pushing up to {@code prefetch} deliveries to a buffer nobody reads, held from the
+   * queue's other consumers until {@link #close()}.
+   */
+  private void workerEnded(String why) {
+    failed = true;
+    String worker = Thread.currentThread().getName();
+    if (liveWorkers.decrementAndGet() > 0) {
+      LOG.error("worker {} of {} ended ({}) while the consumer runs; {} worker(s) left. isRunning() is"
+          + " false from now on: close the consumer and start a new one", worker, config.queue(), why,
+          liveWorkers.get());
+      return;
+    }
+    abandoned = true; // first: no reconnect from now on
+    ScheduledExecutorService recovery = Objects.requireNonNull(supervisor);
+    try {
+      recovery.execute(this::stopConsuming); // after a reconnect under way, never beside it
+    } catch (RejectedExecutionException e) {
+      return; // close() is under way and closes the session itself
+    }
+    LOG.error("consumer of {} stopped consuming: its last worker {} ended ({}). Its connection is closed,"
+        + " so RabbitMQ requeues every delivery it held for the queue's other consumers, and it does not"
+        + " reconnect. isRunning() is false: close it and start a new one", config.queue(), worker, why);
+  }
+
+  /** No worker is left: ends the current session for good. Supervisor thread. */
+  private void stopConsuming() {
+    Session current = session;
+    if (current != null) {
+      current.close(Duration.ofSeconds(5));
+    }
+    buffer.clear(); // of the closed session: requeued by RabbitMQ
   }
 
   private void consume() {
@@ -301,6 +353,11 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         continue;
       }
       process(delivery);
+      if (Thread.interrupted()) {
+        LOG.warn("processing {} of {} left worker {} interrupted; the flag is cleared: the consumer's workers"
+            + " are stopped by close(), and the flag would fail the next delivery", delivery, config.queue(),
+            Thread.currentThread().getName());
+      }
     }
   }
 
@@ -323,45 +380,17 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       pipeline.process(message, acknowledgement);
     } catch (Throwable e) {
       if (!(e instanceof VirtualMachineError)) {
-        giveBack(delivery, acknowledgement, e, config.recoveryInterval());
+        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, config.recoveryInterval());
         return;
       }
       failed = true; // first: logging and returning the delivery may fail for want of memory
       try {
-        giveBack(delivery, acknowledgement, e, Duration.ZERO); // work() then logs the worker's end
+        // work() then logs the worker's end
+        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, Duration.ZERO);
       } catch (Throwable secondary) {
         e.addSuppressed(secondary); // best effort: closing the channel returns the delivery as well
       }
       throw e;
-    }
-  }
-
-  /**
-   * Returns an unsettled delivery to the queue after {@code delay}: not acked, and not held for ever
-   * on a live channel. Logs why.
-   */
-  private void giveBack(
-      Delivery delivery, @Nullable RabbitAcknowledgement acknowledgement, Throwable failure, Duration delay) {
-    if (acknowledgement != null && acknowledgement.settled()) {
-      LOG.error("processing {} of {} threw after the delivery was settled; nothing to return", delivery,
-          config.queue(), failure);
-      return;
-    }
-    Session session = delivery.session();
-    if (!session.isOpen()) {
-      LOG.warn("{} of {} not settled, its channel is gone and RabbitMQ requeued it: {}", delivery,
-          config.queue(), failure.toString());
-      return;
-    }
-    // Not settled on a live channel (the dead-letter copy was refused, or something threw): return
-    // it after a pause rather than hold it forever or loop on it.
-    LOG.error("{} of {} not settled; returning it to the queue in {}", delivery, config.queue(), delay, failure);
-    long tag = delivery.tag();
-    try {
-      session.schedule("basicNack(requeue) of unsettled tag " + tag, delay,
-          (consume, publish) -> consume.basicNack(tag, false, true));
-    } catch (IdempotencyException lost) {
-      LOG.debug("channel gone meanwhile; RabbitMQ requeued tag {}", tag);
     }
   }
 

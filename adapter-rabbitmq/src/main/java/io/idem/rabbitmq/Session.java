@@ -131,18 +131,27 @@ final class Session {
   }
 
   /**
-   * Runs {@code op} on the settler thread and waits for it.
+   * Runs {@code op} on the settler thread and waits for it: {@link #await} of {@link #submit}.
    *
    * @throws IdempotencyException when the session is lost (the delivery is left to RabbitMQ's
-   *     redelivery) or the operation failed
+   *     redelivery), the operation failed, or the wait was interrupted
    */
   void call(String what, ChannelOp op) {
+    await(what, submit(what, op));
+  }
+
+  /**
+   * Hands {@code op} to the settler thread, which runs it unless the session is lost by then.
+   * Once this returned, {@code op} runs (or the session is lost) whatever becomes of the caller.
+   *
+   * @throws IdempotencyException when the session is already lost; {@code op} is then not run
+   */
+  Future<?> submit(String what, ChannelOp op) {
     if (!open.get()) {
       throw lostError(what);
     }
-    Future<?> done;
     try {
-      done = settler.submit(() -> {
+      return settler.submit(() -> {
         if (!open.get()) {
           throw lostError(what);
         }
@@ -152,6 +161,16 @@ final class Session {
     } catch (RejectedExecutionException e) {
       throw lostError(what);
     }
+  }
+
+  /**
+   * Waits for an operation {@link #submit submitted} as {@code what}.
+   *
+   * @throws IdempotencyException when it failed or the session was lost before it ran, or when
+   *     the wait was interrupted: then its outcome is unknown (it still runs on the settler
+   *     thread) and the interrupt flag is set again
+   */
+  void await(String what, Future<?> done) {
     try {
       done.get();
     } catch (InterruptedException e) {

@@ -113,6 +113,15 @@ final class TestQueue implements AutoCloseable {
     }
   }
 
+  /** Consumers subscribed to the queue right now (basicConsume on any open channel). */
+  synchronized int consumers() {
+    try {
+      return channel().queueDeclarePassive(name).getConsumerCount();
+    } catch (Exception e) {
+      throw new IllegalStateException("could not count the consumers of " + name + ": " + e, e);
+    }
+  }
+
   /** Everything that reached {@code <name>.dlq} so far (drained into a list). */
   synchronized List<DeadLetteredMessage> deadLetters() {
     try {
