@@ -43,6 +43,8 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
+  /** Set as soon as the loop ends, before the clients are closed (which may take a while). */
+  private volatile boolean exited;
   private volatile long closeDeadlineNanos;
   private long lastCommitNanos = System.nanoTime();
 
@@ -93,6 +95,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       LOG.error("consumer loop of group {} stopped by an unexpected error; records not yet committed"
           + " will be delivered again", groupId, e);
     } finally {
+      exited = true;
       shutdown();
     }
   }
@@ -133,11 +136,17 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     } catch (Throwable e) {
       // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
       // threw something the pipeline does not catch: a failure of this record, never of the loop
-      Duration delay = pipeline.retryPolicy().backoff(attempt);
-      LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
-          message.brokerMessageId(), delay.toMillis(), e);
-      deliverAgain(partition, record, attempt, delay);
-      return false;
+      if (acknowledgement.decision() == KafkaAcknowledgement.Decision.NONE) {
+        Duration delay = pipeline.retryPolicy().backoff(attempt);
+        LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
+            message.brokerMessageId(), delay.toMillis(), e);
+        deliverAgain(partition, record, attempt, delay);
+        return false;
+      }
+      // thrown after the acknowledgement decided (e.g. by a listener's onOutcome): the decision
+      // stands — processing the record again would repeat its dead-letter copy
+      LOG.error("record {} was settled ({}), then processing threw; the decision stands",
+          message.brokerMessageId(), acknowledgement.decision(), e);
     }
     switch (acknowledgement.decision()) {
       case ACK, DEAD_LETTERED -> {
@@ -273,8 +282,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     consumer.wakeup();
   }
 
-  boolean isStopped() {
-    return stopped.getCount() == 0;
+  /** True once the loop ended, for whatever reason, even while its clients are still closing. */
+  boolean hasExited() {
+    return exited;
   }
 
   /** Waits for the loop to finish; returns whether it did within {@code timeout}. */

@@ -68,11 +68,14 @@ import org.slf4j.LoggerFactory;
  *       records are fetched again by the next poll. A single handler call must still finish well
  *       within {@code max.poll.interval.ms}.
  *   <li><b>Failures</b>: anything thrown out of processing a record (a failed acknowledgement, an
- *       {@code Error} from a listener…) is that record's failure, logged as an error: its offset
- *       is not committed, the partition is seeked back to it and paused for the retry backoff,
- *       and the loop keeps polling. Only a {@link VirtualMachineError} (out of memory…) stops the
- *       consumer thread, logged as an error: nothing is committed for the record in hand (settled
- *       records before it are), and {@link #isRunning()} turns false.
+ *       {@code Error} from a listener…) is logged as an error. Thrown before the acknowledgement
+ *       decided, it is that record's failure: its offset is not committed, the partition is
+ *       seeked back to it and paused for the retry backoff, and the loop keeps polling. Thrown
+ *       after it (a listener's {@code onOutcome} after an ack or a dead-letter copy), the decision
+ *       stands: the record counts as settled and is not processed again. Only a
+ *       {@link VirtualMachineError} (out of memory…) stops the consumer thread, logged as an error:
+ *       nothing is committed for the record in hand (settled records before it are), and
+ *       {@link #isRunning()} turns false at once.
  *   <li><b>Isolation</b>: {@code isolation.level} defaults to {@code read_committed}, so records
  *       of aborted producer transactions are never applied (see
  *       {@link KafkaConsumerConfig#DEFAULT_ISOLATION_LEVEL}).
@@ -246,13 +249,14 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
   }
 
   /**
-   * True between {@link #start()} and {@link #close()}, while the consumer thread runs; false once
-   * it stopped on its own (a {@link VirtualMachineError}, or a failure of the loop itself).
+   * True between {@link #start()} and {@link #close()}, while the consumer thread runs; false as
+   * soon as its loop ended on its own (a {@link VirtualMachineError}, or a failure of the loop
+   * itself), without waiting for the Kafka clients to close.
    */
   @Override
   public boolean isRunning() {
     synchronized (lock) {
-      return started && !closed && loop != null && !loop.isStopped();
+      return started && !closed && loop != null && !loop.hasExited();
     }
   }
 

@@ -6,6 +6,10 @@ import static org.awaitility.Awaitility.await;
 import io.idem.ProcessingOutcome;
 import io.idem.testkit.ErrorInjector;
 import io.idem.testkit.OutcomeRecorder.Settled;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -36,13 +40,31 @@ class AnErrorFromProcessingRedeliversTheRecordIT extends KafkaITSupport {
   }
 
   @Test
-  void aVirtualMachineErrorStopsTheConsumerWithoutCommittingTheRecordInHand() {
-    KafkaIdempotentConsumer consumer = start(pipeline(recording(), ErrorInjector.vmError("fatal")), b -> b);
+  void aVirtualMachineErrorStopsTheConsumerWithoutCommittingTheRecordInHand() throws Exception {
+    // the dead-letter producer's close hangs until released: isRunning() must not wait for it
+    CountDownLatch producerClose = new CountDownLatch(1);
+    KafkaIdempotentConsumer consumer = start(pipeline(recording(), ErrorInjector.vmError("fatal")), b -> b,
+        props -> new KafkaProducer<byte[], byte[]>(props) {
+          @Override
+          public void close(Duration timeout) {
+            try {
+              producerClose.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            super.close(timeout);
+          }
+        });
     publish(0, "first", "{}");
     await("first record committed").atMost(TIMEOUT).until(() -> committed(0) == 1);
 
     publish(0, "fatal", "{}");
-    await("consumer stopped").atMost(TIMEOUT).until(() -> !consumer.isRunning());
+    try {
+      await("isRunning() false while the clients are still being closed").atMost(Duration.ofSeconds(15))
+          .until(() -> !consumer.isRunning());
+    } finally {
+      producerClose.countDown();
+    }
     assertThat(committed(0)).isEqualTo(1);
     assertThat(effects.count("fatal")).isEqualTo(1); // committed in the database before the Error
 

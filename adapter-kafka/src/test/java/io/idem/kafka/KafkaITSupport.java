@@ -17,6 +17,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
@@ -24,7 +25,9 @@ import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 import org.apache.ibatis.session.SqlSessionFactoryBuilder;
 import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -129,9 +132,17 @@ abstract class KafkaITSupport {
 
   protected KafkaIdempotentConsumer start(
       IdempotentConsumer<SqlSession> pipeline, UnaryOperator<KafkaConsumerConfig.Builder> settings) {
+    return start(pipeline, settings, KafkaProducer::new);
+  }
+
+  /** Like {@link #start(IdempotentConsumer, UnaryOperator)}, with the dead-letter producer from {@code producers}. */
+  protected KafkaIdempotentConsumer start(
+      IdempotentConsumer<SqlSession> pipeline,
+      UnaryOperator<KafkaConsumerConfig.Builder> settings,
+      Function<Map<String, Object>, ? extends Producer<byte[], byte[]>> producers) {
     KafkaConsumerConfig config =
         settings.apply(KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)).build();
-    KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline);
+    KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline, KafkaConsumer::new, producers);
     consumers.add(consumer);
     consumer.start();
     return consumer;

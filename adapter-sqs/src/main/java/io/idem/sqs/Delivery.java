@@ -15,6 +15,8 @@ final class Delivery {
   private volatile long visibleUntilNanos;
   /** True while the heartbeat may extend it; cleared (under the monitor) when settled or handed back. */
   private boolean held = true;
+  /** Set when its lane takes it; until then the poller may hand it back after a failure. */
+  volatile boolean started;
   /** Set once its delete was sent; a failed heartbeat on it is then expected. */
   volatile boolean deleting;
   /** Delete attempts so far (guarded by the batcher). */

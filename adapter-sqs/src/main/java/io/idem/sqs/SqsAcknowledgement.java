@@ -1,6 +1,7 @@
 package io.idem.sqs;
 
 import io.idem.DeadLetterReason;
+import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
 import java.time.Duration;
 import java.util.Objects;
@@ -28,9 +29,12 @@ import org.jspecify.annotations.Nullable;
  *       {@code RedrivePolicy} moves it once its receive count passes {@code maxReceiveCount}.
  * </ul>
  *
- * <p>Used once, by the thread processing the delivery. A method that throws leaves the message
- * in the queue: the consumer releases it after the retry backoff if it still holds it, otherwise
- * it reappears when its visibility runs out.
+ * <p>Used once, by the thread processing the delivery. A method that returns has settled the
+ * message ({@link #settled()}): its delete was sent or queued, or its visibility was changed so
+ * that it reappears for a retry or the {@code RedrivePolicy}; whatever is thrown afterwards never
+ * touches it again. A method that throws leaves the message in the queue: the consumer releases
+ * it after the retry backoff if it still holds it, otherwise it reappears when its visibility
+ * runs out.
  */
 final class SqsAcknowledgement implements Acknowledgement {
   private final Delivery delivery;
@@ -38,6 +42,7 @@ final class SqsAcknowledgement implements Acknowledgement {
   private final DeleteBatcher deletes;
   private final DeadLetters deadLetters;
   private @Nullable Duration heldForStore;
+  private @Nullable ProcessingOutcome settled;
 
   SqsAcknowledgement(Delivery delivery, VisibilityKeeper keeper, DeleteBatcher deletes, DeadLetters deadLetters) {
     this.delivery = delivery;
@@ -49,12 +54,14 @@ final class SqsAcknowledgement implements Acknowledgement {
   @Override
   public void ack() {
     deletes.delete(delivery);
+    settled = ProcessingOutcome.PROCESSED;
   }
 
   @Override
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     keeper.changeVisibility(delivery, delay);
+    settled = ProcessingOutcome.RETRY;
   }
 
   /** Keeps the message; the consumer runs it again after {@code delay} (see the class description). */
@@ -73,5 +80,16 @@ final class SqsAcknowledgement implements Acknowledgement {
   public void deadLetter(DeadLetterReason reason) {
     Objects.requireNonNull(reason, "reason");
     deadLetters.deadLetter(delivery, reason);
+    settled = ProcessingOutcome.DEAD_LETTERED;
+  }
+
+  /**
+   * What SQS was told, once a settling method returned: {@code PROCESSED} (delete sent or
+   * queued), {@code RETRY} (visibility set to the backoff) or {@code DEAD_LETTERED} (copied and
+   * delete sent or queued, or handed back for the {@code RedrivePolicy}); {@code null} before, or
+   * when it threw. {@link #retryWhenStoreAvailable(Duration)} does not settle.
+   */
+  @Nullable ProcessingOutcome settled() {
+    return settled;
   }
 }

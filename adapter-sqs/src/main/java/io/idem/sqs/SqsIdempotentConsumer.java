@@ -91,13 +91,21 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
  * the store, not by that window.
  *
  * <p><b>Failures.</b> Anything thrown out of processing a message (a failed acknowledgement, an
- * {@code Error} from a listener…) is that message's failure, logged as an error, and the lane goes
- * on (on a FIFO queue, the rest of the group is handed back as after a retry): unless the message
- * was already settled or left to reappear, its heartbeat stops and {@code ChangeMessageVisibility}
- * sets it to the retry backoff. Only a {@link VirtualMachineError} (out of memory…) stops the
- * consumer, logged as an error: the message in hand and the rest of its lane are no longer
- * extended, not deleted, and reappear when their visibility runs out; no more messages are
- * received and {@link #isRunning()} turns false.
+ * {@code Error} from a listener…) is logged as an error, and the lane goes on. Thrown after the
+ * acknowledgement settled the message (its delete sent or queued for the next batch, its
+ * visibility changed for a retry or the {@code RedrivePolicy}, its dead-letter copy sent), it
+ * changes nothing: the message is never touched again, and a FIFO lane goes on as the settlement
+ * says. Thrown before, it is that message's failure (on a FIFO queue, the rest of the group is
+ * handed back as after a retry): unless the message was left to reappear (a delete or
+ * visibility change that failed), its heartbeat stops and {@code ChangeMessageVisibility} sets
+ * it to the retry backoff. Anything else thrown on the poller thread (other than the SDK's own
+ * {@code SdkException}, retried after {@code pollErrorBackoff}) is logged as an error, the
+ * messages of that batch that had not started are handed back (visibility 0), and polling goes
+ * on after {@code pollErrorBackoff}. Only a {@link VirtualMachineError} (out of memory…) stops the
+ * consumer, logged as an error: the message in hand and the rest of its lane (or, on the poller
+ * thread, the messages of the batch that had not started) are no longer extended, not deleted,
+ * and reappear when their visibility runs out; no more messages are received and
+ * {@link #isRunning()} turns false.
  *
  * <p><b>Close.</b> {@link #close()} stops receiving (an in-progress long poll is allowed to
  * finish, so keep {@code waitTime} below {@code shutdownTimeout}), lets in-flight messages finish
@@ -275,6 +283,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     }
     Thread thread = new Thread(this::pollLoop, "idem-sqs-poll-" + queue);
     thread.setDaemon(false);
+    thread.setUncaughtExceptionHandler((t, e) -> LOG.error("poller thread {} died", t.getName(), e));
     poller = thread;
     thread.start();
   }
@@ -312,37 +321,75 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
 
   private void pollLoop() {
     while (!stopping) {
-      long sent = System.nanoTime();
-      List<Message> messages;
+      List<Delivery> batch = new ArrayList<>();
       try {
-        messages = receive();
-      } catch (SdkException e) {
-        if (stopping) {
-          break;
+        pollOnce(batch);
+      } catch (VirtualMachineError e) {
+        pollerFailed(batch, e);
+        throw e;
+      } catch (Throwable e) {
+        // a bug, a client or SDK failure that is no SdkException: never the end of the poller,
+        // which would leave what it took hidden by the heartbeat for hours
+        List<Delivery> notStarted = notStarted(batch);
+        LOG.error("polling {} failed: {}; {} received message(s) that had not started handed back;"
+            + " polling again in {} ms", config.queueName(), e.toString(), notStarted.size(),
+            config.pollErrorBackoff().toMillis(), e);
+        keeper.handBack(notStarted);
+        if (!stopping) {
+          pause(config.pollErrorBackoff());
         }
+      }
+    }
+    deletes.flush();
+  }
+
+  /** One receive and its batch; each message taken is added to {@code batch} as soon as it is held. */
+  private void pollOnce(List<Delivery> batch) {
+    long sent = System.nanoTime();
+    List<Message> messages;
+    try {
+      messages = receive();
+    } catch (SdkException e) {
+      if (!stopping) {
         LOG.warn("ReceiveMessage on {} failed: {}; trying again in {} ms", config.queueName(), e.toString(),
             config.pollErrorBackoff().toMillis());
         pause(config.pollErrorBackoff());
-        continue;
       }
-      if (messages.isEmpty()) {
-        continue;
-      }
-      Instant receivedAt = Instant.now();
-      long visibleUntil = sent + config.visibilityTimeout().toNanos();
-      List<Delivery> deliveries = new ArrayList<>(messages.size());
-      for (Message message : messages) {
-        Delivery delivery = new Delivery(SqsInboundMessage.of(config.queueName(), message, receivedAt), visibleUntil);
-        keeper.hold(delivery);
-        deliveries.add(delivery);
-      }
-      if (stopping) {
-        keeper.handBack(deliveries);
-        break;
-      }
-      runBatch(deliveries);
+      return;
     }
-    deletes.flush();
+    if (messages.isEmpty()) {
+      return;
+    }
+    Instant receivedAt = Instant.now();
+    long visibleUntil = sent + config.visibilityTimeout().toNanos();
+    for (Message message : messages) {
+      Delivery delivery = new Delivery(SqsInboundMessage.of(config.queueName(), message, receivedAt), visibleUntil);
+      keeper.hold(delivery);
+      batch.add(delivery);
+    }
+    if (stopping) {
+      keeper.handBack(batch);
+      return;
+    }
+    runBatch(batch);
+  }
+
+  /** The messages of {@code batch} still held that no lane took. */
+  private static List<Delivery> notStarted(List<Delivery> batch) {
+    return batch.stream().filter(d -> !d.started && d.held()).toList();
+  }
+
+  /**
+   * A {@link VirtualMachineError} on the poller thread: stop extending what it received and no
+   * lane took, without calling SQS, so that SQS delivers it again when its visibility runs out;
+   * and stop the consumer.
+   */
+  private void pollerFailed(List<Delivery> batch, VirtualMachineError error) {
+    List<Delivery> notStarted = notStarted(batch);
+    notStarted.forEach(keeper::forget);
+    stopping = true;
+    LOG.error("SQS consumer on {} stops: {} on its poller thread; {} received message(s) that had not"
+        + " started reappear when their visibility runs out", config.queueName(), error, notStarted.size());
   }
 
   private List<Message> receive() {
@@ -364,15 +411,19 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   private void runBatch(List<Delivery> deliveries) {
     List<List<Delivery>> lanes = lanes(deliveries);
     ExecutorService pool = Objects.requireNonNull(workers);
-    CompletableFuture<?>[] running = new CompletableFuture<?>[lanes.size()];
-    for (int i = 0; i < lanes.size(); i++) {
-      List<Delivery> lane = lanes.get(i);
-      running[i] = CompletableFuture.runAsync(() -> runLane(lane), pool);
-    }
+    List<CompletableFuture<?>> running = new ArrayList<>(lanes.size());
     try {
-      CompletableFuture.allOf(running).join();
-    } catch (RuntimeException e) {
-      LOG.error("a lane of {} failed unexpectedly: {}", config.queueName(), e.toString(), e);
+      for (List<Delivery> lane : lanes) {
+        running.add(CompletableFuture.runAsync(() -> runLane(lane), pool));
+      }
+    } finally {
+      // even when a lane could not be submitted: no lane may still run when the poller hands
+      // back what was not started
+      try {
+        CompletableFuture.allOf(running.toArray(new CompletableFuture<?>[0])).join();
+      } catch (RuntimeException e) {
+        LOG.error("a lane of {} failed unexpectedly: {}", config.queueName(), e.toString(), e);
+      }
     }
     deletes.flush();
   }
@@ -399,6 +450,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
         keeper.handBack(lane.subList(i, lane.size()));
         return;
       }
+      delivery.started = true;
       boolean goOn;
       try {
         goOn = ready(delivery) ? process(delivery) : !fifo;
@@ -451,7 +503,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     ProcessingOutcome outcome;
     while (true) {
       SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, letters);
-      outcome = pipeline.process(delivery.message, acknowledgement);
+      outcome = runPipeline(delivery, acknowledgement);
       Duration wait = acknowledgement.heldForStore();
       if (wait == null) {
         break;
@@ -476,9 +528,34 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   }
 
   /**
+   * The pipeline on {@code delivery}. Something other than a {@link VirtualMachineError} thrown
+   * after the acknowledgement settled it (by a listener's {@code onOutcome}, say) is only logged:
+   * the message stays as SQS was told — its delete may still be queued — and never gets its
+   * visibility changed.
+   *
+   * @return the outcome, or what the acknowledgement settled when the pipeline threw afterwards
+   */
+  private ProcessingOutcome runPipeline(Delivery delivery, SqsAcknowledgement acknowledgement) {
+    try {
+      return pipeline.process(delivery.message, acknowledgement);
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      ProcessingOutcome settled = acknowledgement.settled();
+      if (settled == null) {
+        throw e;
+      }
+      LOG.error("{} on {} was settled ({}), then processing threw; it stays settled", delivery,
+          config.queueName(), settled, e);
+      return settled;
+    }
+  }
+
+  /**
    * Something other than a {@link VirtualMachineError} was thrown while {@code delivery} was
-   * processed: unless it was already settled or left to reappear, stop its heartbeat and have SQS
-   * deliver it again after the retry backoff.
+   * processed, before its acknowledgement settled it: unless it was left to reappear (a failed
+   * delete or visibility change, a skipped message), stop its heartbeat and have SQS deliver it
+   * again after the retry backoff.
    */
   private void release(Delivery delivery, Throwable failure) {
     if (!delivery.held()) {
@@ -629,8 +706,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
 
   /**
    * True between a successful {@link #start()} and the beginning of {@link #close()}; false
-   * once a worker met a {@link VirtualMachineError} (the consumer then stopped receiving; call
-   * {@link #close()} to release its threads).
+   * once a worker or the poller met a {@link VirtualMachineError} (the consumer then stopped
+   * receiving; call {@link #close()} to release its threads).
    */
   @Override
   public boolean isRunning() {

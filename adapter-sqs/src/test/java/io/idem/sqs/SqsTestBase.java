@@ -17,6 +17,7 @@ import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
+import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
 /** Shared set-up of the SQS-specific integration tests: a fresh schema, queue and consumer group. */
@@ -31,6 +32,7 @@ abstract class SqsTestBase {
   private String testName;
   private final List<SqsHarness> queues = new ArrayList<>();
   private final List<SqsIdempotentConsumer> consumers = new ArrayList<>();
+  private final List<SqsClient> clients = new ArrayList<>();
 
   @BeforeEach
   void setUpBase(TestInfo info) {
@@ -48,6 +50,7 @@ abstract class SqsTestBase {
   void tearDownBase() {
     Collections.reverse(consumers);
     consumers.forEach(SqsIdempotentConsumer::close);
+    clients.forEach(SqsClient::close);
     queues.forEach(SqsHarness::close);
     db.close();
   }
@@ -92,6 +95,24 @@ abstract class SqsTestBase {
     consumers.add(consumer);
     consumer.start();
     return consumer;
+  }
+
+  /**
+   * Creates and starts a consumer on the application's own {@code sqs} client, here one of
+   * {@link #interceptedClient}; the consumer does not close it, the test base does.
+   */
+  protected SqsIdempotentConsumer start(SqsConsumerConfig config, IdempotentConsumer<?> pipeline, SqsClient sqs) {
+    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline, sqs);
+    consumers.add(consumer);
+    consumer.start();
+    return consumer;
+  }
+
+  /** A new client on the fixture whose calls go through {@code interceptor}; closed after the test. */
+  protected SqsClient interceptedClient(InterceptedSqsClient.Interceptor interceptor) {
+    SqsClient real = fixture.newClient();
+    clients.add(real);
+    return InterceptedSqsClient.of(real, interceptor);
   }
 
   /** max attempts, 100 ms fixed backoff (SQS rounds it up to 1 s of visibility), no jitter. */
