@@ -6,8 +6,12 @@ import org.jspecify.annotations.Nullable;
 /**
  * Hooks around each step of the pipeline, for metrics, logs, tracing and fault injection in crash
  * tests. Every method has an empty default. Methods run synchronously on the processing thread;
- * they must be quick and thread-safe. An exception from a listener is logged and ignored: it
- * never changes an outcome.
+ * they must be quick and thread-safe. A {@link RuntimeException} from a listener is logged and
+ * ignored: it never changes an outcome. An {@link Error} is not caught: it leaves
+ * {@link IdempotentConsumer#process} — thrown inside the transaction it rolls it back — and the
+ * adapter hands an unsettled message back to the broker after the backoff, leaves a settled one
+ * as it was, and ends the worker only for a {@link VirtualMachineError} (docs/ADAPTERS.md, rule
+ * 6). Crash tests use this to fail at a chosen step.
  *
  * <p>Order for a new key: {@link #onKey}, {@link #beforeClaim}, (handler),
  * {@link #afterHandler}, (commit), {@link #afterCommit}, (ack), {@link #onOutcome}.

@@ -41,6 +41,10 @@ public interface IdempotentConsumer<C> {
    * @return what happened; a duplicate is an outcome, not an exception
    * @throws RuntimeException only when {@code acknowledgement} itself threw (the delivery stays
    *     unsettled; the broker redelivers it and the store deduplicates)
+   * @throws Error when an {@link IdempotencyListener} or the key extractor threw one (the handler's
+   *     errors other than {@link VirtualMachineError}s, {@link StackOverflowError} included, are
+   *     handler failures and retried); the delivery may or may not be settled — adapters check
+   *     their acknowledgement before handing it back
    */
   ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement);
 
