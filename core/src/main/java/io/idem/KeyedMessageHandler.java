@@ -11,7 +11,7 @@ package io.idem;
  * Pointer, or was hashed under {@link OversizedKeyPolicy#HASH}:
  *
  * <pre>{@code
- * .handler((key, message, session) -> session.getMapper(Outbox.class).add(key.value(), message))
+ * .handler((key, message, session) -> session.getMapper(Outbox.class).add(key.value(), message.payload()))
  * }</pre>
  *
  * @param <C> the transaction context the store provides

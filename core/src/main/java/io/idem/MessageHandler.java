@@ -13,7 +13,7 @@ package io.idem;
  *
  * <pre>{@code
  * .handler((message, session) -> session.getMapper(Payments.class).charge(message.payload()))
- * .handler((key, message, session) -> session.getMapper(Outbox.class).add(key.value(), message))
+ * .handler((key, message, session) -> session.getMapper(Outbox.class).add(key.value(), message.payload()))
  * }</pre>
  *
  * <p>Keep it short: the open transaction is the in-progress lease, and a second delivery of the

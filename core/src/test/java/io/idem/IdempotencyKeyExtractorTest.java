@@ -113,6 +113,14 @@ class IdempotencyKeyExtractorTest {
   }
 
   @Test
+  void aNestedChainSaysNoKeyOnce() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults().orElse(IdempotencyKeyExtractor.jsonPointer("/orderId"))
+        .extract(message("{}").build());
+    String detail = ((KeyExtraction.Absent) result).detail();
+    assertThat(detail).startsWith("no idempotency key: ").containsOnlyOnce("no idempotency key").contains("/orderId");
+  }
+
+  @Test
   void throwingExtractorBecomesRejection() {
     IdempotencyKeyExtractor broken = m -> {
       throw new IllegalStateException("bug");

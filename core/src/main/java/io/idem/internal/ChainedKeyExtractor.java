@@ -8,6 +8,7 @@ import java.util.StringJoiner;
 
 /** Tries extractors in order; the first Found or Rejected decides. */
 public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
+  private static final String NO_KEY = "no idempotency key: ";
   private final List<IdempotencyKeyExtractor> extractors;
 
   public ChainedKeyExtractor(List<IdempotencyKeyExtractor> extractors) {
@@ -23,12 +24,14 @@ public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
     for (IdempotencyKeyExtractor extractor : extractors) {
       KeyExtraction result = extractSafely(extractor, message);
       if (result instanceof KeyExtraction.Absent absent) {
-        tried.add(absent.detail());
+        // a nested chain (defaults().orElse(...)) already says "no idempotency key: "
+        String detail = absent.detail();
+        tried.add(detail.startsWith(NO_KEY) ? detail.substring(NO_KEY.length()) : detail);
       } else {
         return result;
       }
     }
-    return KeyExtraction.absent("no idempotency key: " + tried);
+    return KeyExtraction.absent(NO_KEY + tried);
   }
 
   /**

@@ -62,15 +62,15 @@ public final class ConsumerProcess {
         "--broker=" + brokers.stream().map(DemoBroker::name).collect(Collectors.joining(",")),
         "--destination=" + String.join(",", destinations), "--group=" + group, "--schema=" + schema));
     brokers.forEach(b -> args.addAll(b.connectionArgs()));
-    List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false"));
+    List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false",
+        "-Didem.fixtures.announce=false"));
     allJvmArgs.addAll(jvmArgs);
     PostgresFixture pg = PostgresFixture.shared();
     return ChildJvm.start(name, ConsumerProcess.class, allJvmArgs, args,
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
             "IDEM_POSTGRES_PASSWORD", pg.password()),
         line -> {
-          // the child's "[idem-fixtures] PostgreSQL: IDEM_POSTGRES_URL ..." only repeats the parent's database
-          if (!line.contains(OUTCOME_PREFIX) && !line.contains("[idem-fixtures]")) {
+          if (!line.contains(OUTCOME_PREFIX)) {
             out.accept("  " + line);
           }
         });

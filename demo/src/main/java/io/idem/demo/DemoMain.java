@@ -129,6 +129,7 @@ public final class DemoMain implements Callable<Integer> {
     }
     // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
     System.setProperty("idem.testcontainers", "false");
+    System.setProperty("idem.fixtures.announce", "false"); // the demo says where each server is itself
     long baseSeed = seed != null ? seed : System.nanoTime();
     if (migrateFrom != null) {
       return migrate(baseSeed);

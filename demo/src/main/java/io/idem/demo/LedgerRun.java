@@ -81,7 +81,7 @@ public final class LedgerRun {
       long publishStart = System.nanoTime();
       publish(destination, stream, poisonIds, random, tag);
       out.accept(String.format(Locale.ROOT,
-          "%spublished %d events (%d orders + %d producer retries%s) to %s in %.1f s",
+          "%spublished %,d events (%,d orders + %,d producer retries%s) to %s in %.1f s",
           tag, stream.events().size(), stream.orderIds().size(), stream.retries(),
           poisonMessages > 0 ? " + " + poisonMessages + " without a key" : "", destination,
           (System.nanoTime() - publishStart) / 1e9));
@@ -110,7 +110,7 @@ public final class LedgerRun {
           child.kill();
           crashed++;
           out.accept(String.format(Locale.ROOT,
-              "%scrash %d/%d: consumer killed (SIGKILL) at %d/%d orders applied; restarting",
+              "%scrash %d/%d: consumer killed (SIGKILL) at %,d/%,d orders applied; restarting",
               tag, crashed, crashes, applied, unique));
           child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
@@ -120,7 +120,7 @@ public final class LedgerRun {
           int status = child.waitFor(Duration.ofSeconds(5));
           if (status == CrashInjector.EXIT_STATUS && child.printed("IDEM-CRASH")) {
             crashed++;
-            out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself %s at %d/%d orders applied; restarting",
+            out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself %s at %,d/%,d orders applied; restarting",
                 tag, crashed, crashes, crashLine(child), applied, unique));
           } else {
             unexpectedExits++;

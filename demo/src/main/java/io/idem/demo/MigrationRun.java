@@ -106,7 +106,7 @@ public final class MigrationRun {
           to.publish(newDestination, messages);
         }
         phase.forEach(e -> publishedOrders.add(e.orderId()));
-        out.accept(String.format(Locale.ROOT, "%sphase %d (%s): published %d events to %s", tag, p + 1,
+        out.accept(String.format(Locale.ROOT, "%sphase %d (%s): published %,d events to %s", tag, p + 1,
             p == 0 ? "old only" : p == 1 ? "cutover" : "new only", phase.size(),
             p == 0 ? from.name() : p == 1 ? from.name() + " and " + to.name() : to.name()));
         long target = publishedOrders.size();
@@ -207,7 +207,7 @@ public final class MigrationRun {
           current.kill();
           crashed++;
           out.accept(String.format(Locale.ROOT,
-              "%scrash %d/%d: consumer killed (SIGKILL) at %d/%d orders applied; restarting",
+              "%scrash %d/%d: consumer killed (SIGKILL) at %,d/%,d orders applied; restarting",
               tag, crashed, crashAt.length, applied, unique));
           restart();
           continue;

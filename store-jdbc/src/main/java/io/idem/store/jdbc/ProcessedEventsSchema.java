@@ -4,6 +4,8 @@ import io.idem.StoreUnavailableException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -50,11 +52,17 @@ public final class ProcessedEventsSchema {
     return StartupChecks.failure("could not create " + table.qualified(), e);
   }
 
-  /** The script with the table (and index) renamed for {@code table}. */
+  /**
+   * The script with the table (and index) renamed for {@code table}. The table is renamed first,
+   * as a whole word only (the index name merely starts with it), then the index: renaming in the
+   * other order turned {@code billing.idem_processed_events} into a schema-qualified index name,
+   * which PostgreSQL rejects.
+   */
   static String script(TableName table) {
-    return MyBatisProcessedEventStore.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE)
-        .replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx")
-        .replace(MyBatisProcessedEventStore.DEFAULT_TABLE, table.qualified());
+    String sql = MyBatisProcessedEventStore.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE);
+    sql = Pattern.compile("\\b" + MyBatisProcessedEventStore.DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
+        .replaceAll(Matcher.quoteReplacement(table.qualified()));
+    return sql.replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx");
   }
 
   private static void run(Connection c, TableName table) throws SQLException {

@@ -92,6 +92,25 @@ class MyBatisProcessedEventStoreFailureIT {
   }
 
   @Test
+  void theDefaultTableNameInAnotherSchemaIsCreated() throws Exception {
+    // the index is named after the table: renaming both must not qualify the index name
+    PostgresFixture.shared().createSchema("idem_default_name_it");
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+        .tableName("idem_default_name_it.idem_processed_events").createTableIfMissing(true).build();
+    assertThat(store.<ClaimResult>inTransaction(tx -> store.claim(tx, key("default-name"), sha("p"))))
+        .isIn(ClaimResult.CLAIMED, ClaimResult.DUPLICATE);
+    try (var c = dataSource.getConnection(); var st = c.createStatement();
+        var rs = st.executeQuery("SELECT indexname FROM pg_indexes WHERE schemaname = 'idem_default_name_it'"
+            + " AND tablename = 'idem_processed_events' ORDER BY indexname")) {
+      java.util.List<String> names = new java.util.ArrayList<>();
+      while (rs.next()) {
+        names.add(rs.getString(1));
+      }
+      assertThat(names).contains("idem_processed_events_processed_at_idx");
+    }
+  }
+
+  @Test
   void missingTableFailsAtBuildNotAtEveryMessage() {
     assertThatThrownBy(() -> MyBatisProcessedEventStore.builder(sessions).tableName("no_such_table").build())
         .isInstanceOf(IllegalStateException.class)
