@@ -7,19 +7,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.idem.BrokerConsumer;
-import io.idem.IdempotencyKey;
 import io.idem.IdempotencyListener;
-import io.idem.InboundMessage;
 import io.idem.MessageHandler;
 import io.idem.ProcessingOutcome;
 import io.idem.jms.JmsTestDatabase.Effects;
+import io.idem.testkit.ErrorInjector;
 import io.idem.testkit.OutcomeRecorder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -36,19 +34,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 class JmsWorkerSurvivesWhatProcessingThrowsIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
-  /** Throws {@code error} after the store committed the first delivery of {@code key}, before the JMS settlement. */
-  private static IdempotencyListener afterFirstCommitOf(String key, Error error) {
-    AtomicBoolean thrown = new AtomicBoolean();
-    return new IdempotencyListener() {
-      @Override
-      public void afterCommit(InboundMessage message, IdempotencyKey k, ProcessingOutcome pending) {
-        if (k.value().equals(key) && thrown.compareAndSet(false, true)) {
-          throw error;
-        }
-      }
-    };
-  }
-
   private static MessageHandler<SqlSession> recordingInto(Effects effects) {
     return (message, session) -> effects.record(session, message.header("idempotency-key"));
   }
@@ -64,7 +49,7 @@ class JmsWorkerSurvivesWhatProcessingThrowsIT {
       Effects effects = Effects.newRun();
       OutcomeRecorder outcomes = new OutcomeRecorder();
       BrokerConsumer consumer = harness.newConsumer(pipeline(unique("g"), recordingInto(effects), attempts(3),
-          afterFirstCommitOf("boom-1", new AssertionError("boom")), outcomes));
+          ErrorInjector.afterCommit("boom-1", 1, new AssertionError("boom")), outcomes));
       try {
         consumer.start();
         publish(harness, "boom-1");
@@ -93,7 +78,7 @@ class JmsWorkerSurvivesWhatProcessingThrowsIT {
       String group = unique("g");
       OutOfMemoryError fatal = new OutOfMemoryError("simulated");
       BrokerConsumer consumer = harness.newConsumer(
-          pipeline(group, recordingInto(effects), attempts(3), afterFirstCommitOf("fatal-1", fatal)));
+          pipeline(group, recordingInto(effects), attempts(3), ErrorInjector.afterCommit("fatal-1", 1, fatal)));
       List<Throwable> uncaught = new CopyOnWriteArrayList<>();
       Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
       // recorded here, not rethrown by Awaitility: the test runner takes an OutOfMemoryError for its own

@@ -4,17 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import ch.qos.logback.classic.Level;
-import io.idem.IdempotencyKey;
 import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
-import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.RabbitFixture;
+import io.idem.testkit.ErrorInjector;
 import io.idem.testkit.OutcomeRecorder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.Test;
 
@@ -39,19 +37,6 @@ class RabbitConsumerStopsWhenNoWorkerIsLeftIT {
         .build();
   }
 
-  /** Throws {@code error} after the commit of the first delivery of {@link #FATAL}. */
-  private static IdempotencyListener throwingOnce(Error error) {
-    AtomicBoolean thrown = new AtomicBoolean();
-    return new IdempotencyListener() {
-      @Override
-      public void afterCommit(InboundMessage message, IdempotencyKey key, ProcessingOutcome pending) {
-        if (key.value().equals(FATAL) && thrown.compareAndSet(false, true)) {
-          throw error;
-        }
-      }
-    };
-  }
-
   @Test
   void aFatalErrorInTheOnlyWorkerHandsEveryMessageToOtherConsumers() throws Exception {
     try (TestQueue queue = TestQueue.declare("stop-fatal", RabbitQueueType.CLASSIC);
@@ -59,7 +44,7 @@ class RabbitConsumerStopsWhenNoWorkerIsLeftIT {
         CapturedLog log = CapturedLog.of(RabbitIdempotentConsumer.class)) {
       OutOfMemoryError fatal = new OutOfMemoryError("simulated");
       RabbitIdempotentConsumer consumer =
-          RabbitIdempotentConsumer.create(queue.config(), pipeline(db, throwingOnce(fatal)));
+          RabbitIdempotentConsumer.create(queue.config(), pipeline(db, ErrorInjector.afterCommit(FATAL, 1, fatal)));
       List<Throwable> uncaught = new CopyOnWriteArrayList<>();
       Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
       // recorded here, not rethrown by Awaitility: the test runner takes an OutOfMemoryError for its own

@@ -10,13 +10,12 @@ import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
+import io.idem.testkit.ErrorInjector;
 import io.idem.testkit.OutcomeRecorder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.ibatis.session.SqlSession;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -28,27 +27,6 @@ import org.junit.jupiter.api.Test;
  */
 class RabbitWorkerSurvivesWhatProcessingThrowsIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
-
-  /** Throws {@code error} from {@code afterCommit} (or {@code onOutcome}) for the first delivery of a key. */
-  private static IdempotencyListener throwingOnce(String key, boolean afterTheAck, Error error) {
-    AtomicBoolean thrown = new AtomicBoolean();
-    return new IdempotencyListener() {
-      @Override
-      public void afterCommit(InboundMessage message, IdempotencyKey k, ProcessingOutcome pending) {
-        if (!afterTheAck && k.value().equals(key) && thrown.compareAndSet(false, true)) {
-          throw error;
-        }
-      }
-
-      @Override
-      public void onOutcome(InboundMessage message, @Nullable IdempotencyKey k, ProcessingOutcome outcome,
-          Duration elapsed) {
-        if (afterTheAck && k != null && k.value().equals(key) && thrown.compareAndSet(false, true)) {
-          throw error;
-        }
-      }
-    };
-  }
 
   private static IdempotentConsumer<SqlSession> pipeline(TestDatabase db, IdempotencyListener... listeners) {
     IdempotentConsumer.Builder<SqlSession> b = IdempotentConsumer.builder(db.store)
@@ -67,7 +45,7 @@ class RabbitWorkerSurvivesWhatProcessingThrowsIT {
         TestDatabase db = TestDatabase.fresh("rabbit_survive")) {
       OutcomeRecorder outcomes = new OutcomeRecorder();
       IdempotentConsumer<SqlSession> pipeline =
-          pipeline(db, throwingOnce("boom-1", false, new AssertionError("boom")), outcomes);
+          pipeline(db, ErrorInjector.afterCommit("boom-1", 1, new AssertionError("boom")), outcomes);
       try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(queue.config(), pipeline)) {
         consumer.start();
         queue.publish("boom-1", "{}");
@@ -100,7 +78,7 @@ class RabbitWorkerSurvivesWhatProcessingThrowsIT {
         }
       };
       IdempotentConsumer<SqlSession> pipeline = pipeline(
-          db, tagRecorder, outcomes, throwingOnce("acked-1", true, new AssertionError("boom after the ack")));
+          db, tagRecorder, outcomes, ErrorInjector.onOutcome("acked-1", 1, new AssertionError("boom after the ack")));
       try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(queue.config(), pipeline)) {
         consumer.start();
         queue.publish("acked-1", "{}");
@@ -123,7 +101,7 @@ class RabbitWorkerSurvivesWhatProcessingThrowsIT {
     try (TestQueue queue = TestQueue.declare("survive-fatal", RabbitQueueType.CLASSIC);
         TestDatabase db = TestDatabase.fresh("rabbit_survive")) {
       OutOfMemoryError fatal = new OutOfMemoryError("simulated");
-      IdempotentConsumer<SqlSession> pipeline = pipeline(db, throwingOnce("fatal-1", false, fatal));
+      IdempotentConsumer<SqlSession> pipeline = pipeline(db, ErrorInjector.afterCommit("fatal-1", 1, fatal));
       RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(queue.config(), pipeline);
       List<Throwable> uncaught = new CopyOnWriteArrayList<>();
       Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();

@@ -30,6 +30,19 @@ public final class ErrorInjector implements IdempotencyListener {
     this.error = error;
   }
 
+  /** Throws {@code error} from {@link #afterCommit} on the first {@code times} commits of {@code key}. */
+  public static ErrorInjector afterCommit(String key, int times, Error error) {
+    return new ErrorInjector(key, times, false, () -> error);
+  }
+
+  /**
+   * Throws {@code error} from {@link #onOutcome} on the first {@code times} settled deliveries of
+   * {@code key}, whatever their outcome: the broker was already told.
+   */
+  public static ErrorInjector onOutcome(String key, int times, Error error) {
+    return new ErrorInjector(key, times, true, () -> error);
+  }
+
   /** Throws an {@link InjectedError} on the first {@code times} commits of {@code key}. */
   public static ErrorInjector error(String key, int times) {
     return new ErrorInjector(key, times, false, () -> new InjectedError("injected after the commit of " + key));
