@@ -3,19 +3,29 @@ package io.idem.internal;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.StringJoiner;
 
 /** Tries extractors in order; the first Found or Rejected decides. */
 public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
-  private static final String NO_KEY = "no idempotency key: ";
   private final List<IdempotencyKeyExtractor> extractors;
 
   public ChainedKeyExtractor(List<IdempotencyKeyExtractor> extractors) {
     if (extractors.isEmpty()) {
       throw new IllegalArgumentException("firstOf needs at least one extractor, but got none");
     }
-    this.extractors = List.copyOf(extractors);
+    // a nested chain (defaults().orElse(...)) joins this one: the same order, one list of what
+    // was tried, and one "no idempotency key" in the reason
+    List<IdempotencyKeyExtractor> flat = new ArrayList<>();
+    for (IdempotencyKeyExtractor extractor : extractors) {
+      if (extractor instanceof ChainedKeyExtractor chain) {
+        flat.addAll(chain.extractors);
+      } else {
+        flat.add(extractor);
+      }
+    }
+    this.extractors = List.copyOf(flat);
   }
 
   @Override
@@ -24,14 +34,12 @@ public final class ChainedKeyExtractor implements IdempotencyKeyExtractor {
     for (IdempotencyKeyExtractor extractor : extractors) {
       KeyExtraction result = extractSafely(extractor, message);
       if (result instanceof KeyExtraction.Absent absent) {
-        // a nested chain (defaults().orElse(...)) already says "no idempotency key: "
-        String detail = absent.detail();
-        tried.add(detail.startsWith(NO_KEY) ? detail.substring(NO_KEY.length()) : detail);
+        tried.add(absent.detail());
       } else {
         return result;
       }
     }
-    return KeyExtraction.absent(NO_KEY + tried);
+    return KeyExtraction.absent("no idempotency key: " + tried);
   }
 
   /**
