@@ -14,7 +14,10 @@ import org.jspecify.annotations.Nullable;
  * 6). Crash tests use this to fail at a chosen step.
  *
  * <p>Order for a new key: {@link #onKey}, {@link #beforeClaim}, (handler),
- * {@link #afterHandler}, (commit), {@link #afterCommit}, (ack), {@link #onOutcome}.
+ * {@link #afterHandler}, (commit), {@link #afterCommit}, (ack), {@link #onOutcome} — or, when
+ * the ack threw, {@link #onAcknowledgementFailure} instead of {@link #onOutcome}. A retry:
+ * {@link #onRetry}, (hand back), {@link #onOutcome}. A dead letter: (copy stored, original
+ * removed), {@link #onDeadLetter}, {@link #onOutcome}.
  */
 public interface IdempotencyListener {
 
@@ -34,15 +37,40 @@ public interface IdempotencyListener {
    */
   default void afterCommit(InboundMessage message, IdempotencyKey key, ProcessingOutcome pending) {}
 
-  /** The transaction rolled back and the message will be redelivered after {@code delay}. */
+  /**
+   * The transaction rolled back and the message will be processed again after {@code delay}.
+   * Called by the pipeline only through {@link #onRetry(InboundMessage, IdempotencyKey,
+   * ProcessingOutcome, Throwable, Duration)}, whose default calls this one.
+   */
   default void onRetry(
       InboundMessage message, @Nullable IdempotencyKey key, Throwable failure, Duration delay) {}
 
-  /** The message is about to be dead-lettered with {@code reason}. */
+  /**
+   * The transaction rolled back and the message is handed back to be processed again after
+   * {@code delay}; {@code kind} says who failed ({@link ProcessingOutcome#RETRY}: the handler, an
+   * attempt counted; {@link ProcessingOutcome#RETRY_STORE_UNAVAILABLE}; {@link
+   * ProcessingOutcome#RETRY_TRANSACTION}; {@link ProcessingOutcome#RELEASED}: shutdown). Called
+   * before the acknowledgement is told. The default calls {@link #onRetry(InboundMessage,
+   * IdempotencyKey, Throwable, Duration)}.
+   */
+  default void onRetry(
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      ProcessingOutcome kind,
+      Throwable failure,
+      Duration delay) {
+    onRetry(message, key, failure, delay);
+  }
+
+  /**
+   * The dead-letter copy of the message is stored with {@code reason} and the original removed
+   * (the acknowledgement's {@code deadLetter} returned). Called once per stored copy: not when
+   * storing the copy failed (the message then comes back and may be dead-lettered again later).
+   */
   default void onDeadLetter(InboundMessage message, DeadLetterReason reason) {}
 
   /**
-   * The broker was told; the delivery is settled.
+   * The broker was told; the delivery is settled (or, for a retry outcome, handed back).
    *
    * @param key the key, or {@code null} when none could be extracted
    * @param elapsed time from the start of {@link IdempotentConsumer#process} to now
@@ -51,5 +79,21 @@ public interface IdempotencyListener {
       InboundMessage message,
       @Nullable IdempotencyKey key,
       ProcessingOutcome outcome,
+      Duration elapsed) {}
+
+  /**
+   * Telling the broker failed: the acknowledgement threw {@code failure} while settling the
+   * delivery as {@code intended}. The delivery stays unsettled (the broker redelivers it and the
+   * store deduplicates) and {@link IdempotentConsumer#process} rethrows the failure after this
+   * call; {@link #onOutcome} is not called for this delivery.
+   *
+   * @param key the key, or {@code null} when none could be extracted
+   * @param elapsed time from the start of {@link IdempotentConsumer#process} to now
+   */
+  default void onAcknowledgementFailure(
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      ProcessingOutcome intended,
+      RuntimeException failure,
       Duration elapsed) {}
 }

@@ -3,6 +3,7 @@ package io.idem;
 import io.idem.internal.DefaultIdempotentConsumer;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ProcessedEventStore;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -18,11 +19,17 @@ import org.jspecify.annotations.Nullable;
  *       transaction, commit, then {@link Acknowledgement#ack() ack}; already committed → ack and
  *       skip ({@link ProcessingOutcome#DUPLICATE}); committed with another payload → dead-letter
  *       ({@link ProcessingOutcome#CONFLICT});
- *   <li>handler throws → roll back marker and business writes together, then
- *       {@link Acknowledgement#retry retry} with backoff, or dead-letter when the
- *       {@link RetryPolicy} says so; store unavailable → roll back and
- *       {@link Acknowledgement#retryWhenStoreAvailable retry when the store is back}, never
- *       dead-letter.
+ *   <li>a failure rolls back marker and business writes together and is classified once, by who
+ *       failed (docs/FAILURES.md): the handler (it threw, or the database rejected its work) →
+ *       {@link Acknowledgement#retry retry} with backoff, one attempt used, or dead-letter when the
+ *       {@link RetryPolicy} says so ({@link ProcessingOutcome#RETRY}); the store's own connection
+ *       cannot reach the database → {@link Acknowledgement#retryWhenStoreAvailable retry when the
+ *       store is back}, never an attempt, never a dead letter ({@link
+ *       ProcessingOutcome#RETRY_STORE_UNAVAILABLE}); the database asked for a retry (40001,
+ *       40P01, the claim's lock timeout) → retried at once, not an attempt ({@link
+ *       ProcessingOutcome#RETRY_TRANSACTION}); the consumer is shutting down → {@link
+ *       Acknowledgement#release() handed back} unacknowledged, not an attempt, the interrupt flag
+ *       restored ({@link ProcessingOutcome#RELEASED}).
  * </ol>
  *
  * <p>The broker is told only after the transaction ended, so a crash anywhere leaves either no
@@ -55,6 +62,12 @@ public interface IdempotentConsumer<C> {
   RetryPolicy retryPolicy();
 
   /**
+   * Whether the store currently reaches the database, as the last transactions found it: for
+   * readiness probes and adapters' health views. Thread-safe; no database access.
+   */
+  StoreHealth storeHealth();
+
+  /**
    * Starts a pipeline on {@code store}.
    *
    * @param store the processed-events store, e.g. {@code MyBatisProcessedEventStore}
@@ -65,6 +78,9 @@ public interface IdempotentConsumer<C> {
 
   /** Builder of {@link IdempotentConsumer}; {@link #build()} validates and copies. */
   final class Builder<C> {
+    /** Default {@link #outageErrorAfter(Duration)}: 2 minutes. */
+    public static final Duration DEFAULT_OUTAGE_ERROR_AFTER = Duration.ofMinutes(2);
+
     private final ProcessedEventStore<C> store;
     private @Nullable String consumerGroup;
     private @Nullable KeyedMessageHandler<C> handler;
@@ -73,6 +89,7 @@ public interface IdempotentConsumer<C> {
     private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
     private boolean detectPayloadConflicts = true;
     private final List<IdempotencyListener> listeners = new ArrayList<>();
+    private Duration outageErrorAfter = DEFAULT_OUTAGE_ERROR_AFTER;
 
     private Builder(ProcessedEventStore<C> store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -136,6 +153,17 @@ public interface IdempotentConsumer<C> {
       return this;
     }
 
+    /**
+     * Default {@link #DEFAULT_OUTAGE_ERROR_AFTER} (2 minutes). A store outage is logged at WARN
+     * when it starts and then at doubling intervals (5 s, 10 s, 20 s … at most every 10 minutes);
+     * once it has lasted this long those lines are logged at ERROR, so an outage — or a failure
+     * wrongly taken for one — is seen in minutes. Positive.
+     */
+    public Builder<C> outageErrorAfter(Duration value) {
+      this.outageErrorAfter = Objects.requireNonNull(value, "outageErrorAfter");
+      return this;
+    }
+
     /** Adds a listener; listeners run in the order added. */
     public Builder<C> listener(IdempotencyListener value) {
       this.listeners.add(Objects.requireNonNull(value, "listener"));
@@ -157,6 +185,9 @@ public interface IdempotentConsumer<C> {
       if (handler == null) {
         throw new IllegalStateException("handler must be set, but was not");
       }
+      if (outageErrorAfter.isZero() || outageErrorAfter.isNegative()) {
+        throw new IllegalArgumentException("outageErrorAfter must be positive, but was " + outageErrorAfter);
+      }
       return new DefaultIdempotentConsumer<>(
           store,
           consumerGroup,
@@ -165,7 +196,8 @@ public interface IdempotentConsumer<C> {
           retryPolicy,
           oversizedKeys,
           detectPayloadConflicts,
-          List.copyOf(listeners));
+          List.copyOf(listeners),
+          outageErrorAfter);
     }
   }
 }

@@ -14,8 +14,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * at {@code maxBackoff}, then spread by ±{@code jitter} (a share, 0.2 = ±20 %) so that messages
  * that failed together do not come back together.
  *
- * <p>Only handler failures count toward {@code maxAttempts}. A {@link StoreUnavailableException}
- * (database down, 40001/40P01) is retried with the same backoff but never dead-letters.
+ * <p>Only handler failures ({@link ProcessingOutcome#RETRY}) count toward {@code maxAttempts}. A
+ * {@link StoreUnavailableException} (the store cannot reach the database) is retried with the same
+ * backoff, a {@link TransactionRetryException} (40001, 40P01, the claim's lock timeout) at once or
+ * after a short delay, and neither ever dead-letters (docs/FAILURES.md).
  */
 public final class RetryPolicy {
 
@@ -41,8 +43,10 @@ public final class RetryPolicy {
   private final double multiplier;
   private final double jitter;
   private final List<Class<? extends Throwable>> nonRetryable;
+  private final boolean retryIntegrityViolations;
 
   private RetryPolicy(Builder b) {
+    this.retryIntegrityViolations = b.retryIntegrityViolations;
     this.maxAttempts = b.maxAttempts;
     this.initialBackoff = b.initialBackoff;
     this.maxBackoff = b.maxBackoff;
@@ -95,7 +99,14 @@ public final class RetryPolicy {
     return Duration.ofNanos(nanos);
   }
 
-  /** True unless {@code failure} is a {@link NonRetryableException} or a declared non-retryable type. */
+  /**
+   * True unless {@code failure} is a {@link NonRetryableException}, a declared
+   * {@link Builder#nonRetryable(Class) non-retryable} type, or — unless
+   * {@link Builder#retryIntegrityViolations(boolean) retryIntegrityViolations(true)} — carries an
+   * integrity-constraint violation (a {@link java.sql.SQLException} with SQLSTATE class {@code 23}
+   * anywhere in its cause chain: unique, foreign key, check, not-null, exclusion; also a deferred
+   * constraint failing at COMMIT), which the same message will hit again on every attempt.
+   */
   public boolean isRetryable(Throwable failure) {
     if (failure instanceof NonRetryableException) {
       return false;
@@ -105,7 +116,26 @@ public final class RetryPolicy {
         return false;
       }
     }
-    return true;
+    return retryIntegrityViolations || !isIntegrityViolation(failure);
+  }
+
+  /** True when {@code failure} or one of its causes is an SQLException of SQLSTATE class 23. */
+  public static boolean isIntegrityViolation(Throwable failure) {
+    java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
+      if (t instanceof java.sql.SQLException sql) {
+        String state = sql.getSQLState();
+        if (state != null && state.startsWith("23")) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Whether integrity violations (SQLSTATE class 23) are retried; default {@code false}. */
+  public boolean retryIntegrityViolations() {
+    return retryIntegrityViolations;
   }
 
   /** True when a message that failed on {@code attempt} may be delivered again. */
@@ -117,7 +147,8 @@ public final class RetryPolicy {
   public String toString() {
     return "RetryPolicy[maxAttempts=" + maxAttempts + ", initialBackoff=" + initialBackoff
         + ", maxBackoff=" + maxBackoff + ", multiplier=" + multiplier + ", jitter=" + jitter
-        + ", nonRetryable=" + nonRetryable + "]";
+        + ", nonRetryable=" + nonRetryable
+        + (retryIntegrityViolations ? ", retryIntegrityViolations=true" : "") + "]";
   }
 
   /** Builder of {@link RetryPolicy}; {@link #build()} validates and copies. Not thread-safe. */
@@ -128,6 +159,7 @@ public final class RetryPolicy {
     private double multiplier = DEFAULT_MULTIPLIER;
     private double jitter = DEFAULT_JITTER;
     private final List<Class<? extends Throwable>> nonRetryable = new ArrayList<>();
+    private boolean retryIntegrityViolations;
 
     private Builder() {}
 
@@ -164,6 +196,18 @@ public final class RetryPolicy {
     /** Handler exceptions of this type (or a subtype) dead-letter at once. */
     public Builder nonRetryable(Class<? extends Throwable> type) {
       this.nonRetryable.add(Objects.requireNonNull(type, "type"));
+      return this;
+    }
+
+    /**
+     * Default {@code false}: a handler failure carrying an integrity-constraint violation
+     * (SQLSTATE class 23, including a deferred constraint failing at COMMIT) is dead-lettered at
+     * once as non-retryable, since the same message violates the same constraint again.
+     * {@code true} retries it like any other handler failure — for a foreign key whose parent row
+     * may still arrive, say.
+     */
+    public Builder retryIntegrityViolations(boolean value) {
+      this.retryIntegrityViolations = value;
       return this;
     }
 

@@ -13,21 +13,30 @@ import io.idem.KeyedMessageHandler;
 import io.idem.OversizedKeyPolicy;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
+import io.idem.StoreHealth;
 import io.idem.StoreUnavailableException;
+import io.idem.TransactionRetryException;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The pipeline described on {@link IdempotentConsumer}. */
+/**
+ * The pipeline described on {@link IdempotentConsumer}; failures are classified once, here, by
+ * who failed (docs/FAILURES.md).
+ */
 public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C> {
   private static final Logger LOG = LoggerFactory.getLogger(IdempotentConsumer.class);
+
+  /** Upper bound of the random delay before a {@link ProcessingOutcome#RETRY_TRANSACTION}: 100 ms. */
+  static final Duration TRANSACTION_RETRY_DELAY_CAP = Duration.ofMillis(100);
 
   private final ProcessedEventStore<C> store;
   private final String consumerGroup;
@@ -37,8 +46,8 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final OversizedKeyPolicy oversizedKeys;
   private final boolean detectPayloadConflicts;
   private final IdempotencyListener listener;
+  private final OutageTracker outages;
   private final AtomicLong brokerIdFallbacks = new AtomicLong();
-  private final AtomicInteger consecutiveStoreFailures = new AtomicInteger();
 
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
@@ -48,7 +57,8 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       RetryPolicy retryPolicy,
       OversizedKeyPolicy oversizedKeys,
       boolean detectPayloadConflicts,
-      List<IdempotencyListener> listeners) {
+      List<IdempotencyListener> listeners,
+      Duration outageErrorAfter) {
     this.store = store;
     this.consumerGroup = consumerGroup;
     this.handler = handler;
@@ -57,6 +67,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.oversizedKeys = oversizedKeys;
     this.detectPayloadConflicts = detectPayloadConflicts;
     this.listener = new Listeners(listeners);
+    this.outages = new OutageTracker(LOG, outageErrorAfter, Clock.systemUTC());
   }
 
   @Override
@@ -70,6 +81,11 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   }
 
   @Override
+  public StoreHealth storeHealth() {
+    return outages.health();
+  }
+
+  @Override
   public ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement) {
     long start = System.nanoTime();
     KeyOrReason keyed = key(message);
@@ -77,6 +93,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       DeadLetterReason reason =
           new DeadLetterReason(
               keyed.cause, keyed.reason, consumerGroup, null, message.deliveryAttempt(), null);
+      String id = message.brokerMessageId();
+      LOG.warn("dead-lettering a message of {}{}: {}", message.source(),
+          id == null ? "" : " (broker id " + id + ")", reason);
       return deadLetter(message, null, reason, acknowledgement, start);
     }
     IdempotencyKey key = keyed.key;
@@ -90,20 +109,18 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     ClaimResult claim;
     try {
       claim = store.inTransaction(tx -> claimAndHandle(tx, message, key, fingerprint));
-    } catch (StoreUnavailableException e) {
-      return storeUnavailable(message, key, e, acknowledgement, start);
     } catch (Exception e) {
-      return handlerFailed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start);
     } catch (VirtualMachineError e) {
       if (!(e instanceof StackOverflowError)) {
         throw e; // out of memory or a broken VM: nothing sensible to decide about the message
       }
-      return handlerFailed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start);
     } catch (Error e) {
       // AssertionError, NoClassDefFoundError, …: the handler failed like any other failure
-      return handlerFailed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start);
     }
-    storeRecovered();
+    outages.reached();
 
     ProcessingOutcome pending = switch (claim) {
       case CLAIMED -> ProcessingOutcome.PROCESSED;
@@ -122,21 +139,60 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
               message.deliveryAttempt(),
               null);
       LOG.warn("conflict on {}: {}", message.source(), reason.detail());
-      listener.onDeadLetter(message, reason);
-      acknowledgement.deadLetter(reason);
-      return finish(message, key, ProcessingOutcome.CONFLICT, start);
+      return deadLetter(message, key, reason, acknowledgement, start);
     }
     if (pending == ProcessingOutcome.DUPLICATE) {
       LOG.debug("duplicate key '{}' on {} skipped", key.value(), message.source());
     }
-    acknowledgement.ack();
+    tell(message, key, pending, start, acknowledgement::ack);
     return finish(message, key, pending, start);
   }
 
   /**
-   * The store failed: roll back (done), retry after a backoff that grows with the number of
-   * consecutive store failures of this pipeline (not with the message's own attempts, which an
-   * adapter keeping the delivery does not raise), and log the outage once per doubling.
+   * Classifies a failed transaction once, by who failed (docs/FAILURES.md): shutdown, the store's
+   * own connection, a transaction retry asked by the database, or else the handler.
+   */
+  private ProcessingOutcome failed(
+      InboundMessage message,
+      IdempotencyKey key,
+      Throwable failure,
+      Acknowledgement acknowledgement,
+      long start) {
+    if (Interruption.isShutdown(failure)) {
+      return released(message, key, failure, acknowledgement, start);
+    }
+    if (failure instanceof StoreUnavailableException e) {
+      return storeUnavailable(message, key, e, acknowledgement, start);
+    }
+    outages.reached(); // the database answered
+    if (failure instanceof TransactionRetryException e) {
+      return transactionRetry(message, key, e, acknowledgement, start);
+    }
+    return handlerFailed(message, key, failure, acknowledgement, start);
+  }
+
+  /**
+   * The consumer is closing and interrupted the work: not the message's failure. Hand it back
+   * unacknowledged without using an attempt, and set the interrupt flag again for the caller.
+   */
+  private ProcessingOutcome released(
+      InboundMessage message,
+      IdempotencyKey key,
+      Throwable failure,
+      Acknowledgement acknowledgement,
+      long start) {
+    Thread.currentThread().interrupt();
+    LOG.info("key '{}' of {} interrupted by shutdown; rolled back and handed back unacknowledged",
+        key.value(), message.source());
+    listener.onRetry(message, key, ProcessingOutcome.RELEASED, failure, Duration.ZERO);
+    tell(message, key, ProcessingOutcome.RELEASED, start, acknowledgement::release);
+    return finish(message, key, ProcessingOutcome.RELEASED, start);
+  }
+
+  /**
+   * The store could not reach the database: roll back (done), retry after a backoff that grows
+   * with the number of consecutive store failures of this pipeline (not with the message's own
+   * attempts, which do not move), and keep the outage visible.
    */
   private ProcessingOutcome storeUnavailable(
       InboundMessage message,
@@ -144,27 +200,36 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       StoreUnavailableException e,
       Acknowledgement acknowledgement,
       long start) {
-    int failures = consecutiveStoreFailures.incrementAndGet();
-    Duration delay = retryPolicy.backoff(failures);
-    if (Integer.bitCount(failures) == 1) {
-      LOG.warn(
-          "store unavailable ({} consecutive failed transaction(s)); key '{}' of {} rolled back,"
-              + " retry in {} ms: {}",
-          failures, key.value(), message.source(), delay.toMillis(), rootMessage(e));
-    } else {
-      LOG.debug("store unavailable; key '{}' of {} retry in {} ms", key.value(), message.source(),
-          delay.toMillis(), e);
-    }
-    listener.onRetry(message, key, e, delay);
-    acknowledgement.retryWhenStoreAvailable(delay);
-    return finish(message, key, ProcessingOutcome.RETRY, start);
+    Duration delay = retryPolicy.backoff(outages.health().consecutiveFailures() + 1);
+    outages.failed("key '" + key.value() + "' of " + message.source() + " rolled back, retry in "
+        + delay.toMillis() + " ms", oneLine(e));
+    listener.onRetry(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, e, delay);
+    tell(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, start,
+        () -> acknowledgement.retryWhenStoreAvailable(delay));
+    return finish(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, start);
   }
 
-  private void storeRecovered() {
-    int failures = consecutiveStoreFailures.get();
-    if (failures > 0 && consecutiveStoreFailures.compareAndSet(failures, 0)) {
-      LOG.info("store available again after {} failed transaction(s)", failures);
-    }
+  /**
+   * PostgreSQL asked for the transaction to be retried (40001, 40P01) or the claim waited too long
+   * behind another instance: not an attempt; retried after a short random delay (0 to 100 ms,
+   * never more than the policy's initial backoff) so that the racers do not meet again.
+   */
+  private ProcessingOutcome transactionRetry(
+      InboundMessage message,
+      IdempotencyKey key,
+      TransactionRetryException e,
+      Acknowledgement acknowledgement,
+      long start) {
+    long capMillis =
+        Math.min(TRANSACTION_RETRY_DELAY_CAP.toMillis(), retryPolicy.initialBackoff().toMillis());
+    Duration delay =
+        Duration.ofMillis(capMillis <= 0 ? 0 : ThreadLocalRandom.current().nextLong(capMillis + 1));
+    LOG.info("transaction for key '{}' of {} rolled back, retried in {} ms (not an attempt): {}",
+        key.value(), message.source(), delay.toMillis(), oneLine(e));
+    listener.onRetry(message, key, ProcessingOutcome.RETRY_TRANSACTION, e, delay);
+    tell(message, key, ProcessingOutcome.RETRY_TRANSACTION, start,
+        () -> acknowledgement.retryWhenStoreAvailable(delay));
+    return finish(message, key, ProcessingOutcome.RETRY_TRANSACTION, start);
   }
 
   private ClaimResult claimAndHandle(
@@ -172,7 +237,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     ClaimResult claim;
     try {
       claim = store.claim(tx, key, fingerprint);
-    } catch (StoreUnavailableException e) {
+    } catch (StoreUnavailableException | TransactionRetryException e) {
       throw e;
     } catch (RuntimeException e) {
       // A failing claim is never the message's fault (missing table, permissions, outage):
@@ -199,12 +264,16 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     boolean retryable = retryPolicy.isRetryable(failure);
     if (retryable && retryPolicy.hasAttemptsLeft(attempt)) {
       Duration delay = retryPolicy.backoff(attempt);
-      LOG.warn(
-          "handler failed for key '{}' of {} (attempt {} of {}); rolled back, retry in {} ms",
-          key.value(), message.source(), attempt, retryPolicy.maxAttempts(), delay.toMillis(),
-          failure);
-      listener.onRetry(message, key, failure, delay);
-      acknowledgement.retry(delay);
+      String what = "handler failed for key '" + key.value() + "' of " + message.source()
+          + " (attempt " + attempt + " of " + retryPolicy.maxAttempts() + "); rolled back, retry in "
+          + delay.toMillis() + " ms";
+      if (LOG.isDebugEnabled()) {
+        LOG.warn(what, failure); // the stack trace only at DEBUG: a failing handler repeats
+      } else {
+        LOG.warn("{}: {}", what, oneLine(failure));
+      }
+      listener.onRetry(message, key, ProcessingOutcome.RETRY, failure, delay);
+      tell(message, key, ProcessingOutcome.RETRY, start, () -> acknowledgement.retry(delay));
       return finish(message, key, ProcessingOutcome.RETRY, start);
     }
     DeadLetterReason reason =
@@ -219,23 +288,44 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
             attempt,
             failure.getClass().getName());
     LOG.error("dead-lettering key '{}' of {}: {}", key.value(), message.source(), reason, failure);
-    listener.onDeadLetter(message, reason);
-    acknowledgement.deadLetter(reason);
-    return finish(message, key, ProcessingOutcome.DEAD_LETTERED, start);
+    return deadLetter(message, key, reason, acknowledgement, start);
   }
 
+  /**
+   * Stores the dead-letter copy through the acknowledgement; the listeners hear of it once the copy
+   * is stored (once per stored copy, not once per try).
+   */
   private ProcessingOutcome deadLetter(
       InboundMessage message,
       @Nullable IdempotencyKey key,
       DeadLetterReason reason,
       Acknowledgement acknowledgement,
       long start) {
-    String id = message.brokerMessageId();
-    LOG.warn("dead-lettering a message of {}{}: {}", message.source(),
-        id == null ? "" : " (broker id " + id + ")", reason);
+    ProcessingOutcome outcome = reason.cause() == DeadLetterCause.CONFLICT
+        ? ProcessingOutcome.CONFLICT
+        : ProcessingOutcome.DEAD_LETTERED;
+    tell(message, key, outcome, start, () -> acknowledgement.deadLetter(reason));
     listener.onDeadLetter(message, reason);
-    acknowledgement.deadLetter(reason);
-    return finish(message, key, ProcessingOutcome.DEAD_LETTERED, start);
+    return finish(message, key, outcome, start);
+  }
+
+  /**
+   * Tells the broker; when the acknowledgement throws, reports it to the listeners (the delivery
+   * stays unsettled) and rethrows.
+   */
+  private void tell(
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      ProcessingOutcome intended,
+      long start,
+      Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      listener.onAcknowledgementFailure(
+          message, key, intended, e, Duration.ofNanos(System.nanoTime() - start));
+      throw e;
+    }
   }
 
   private ProcessingOutcome finish(
@@ -288,13 +378,16 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     return KeyOrReason.key(new IdempotencyKey(consumerGroup, value, found.source()));
   }
 
-  /** The innermost cause, on one line (MyBatis wraps SQL errors in multi-line messages). */
-  private static String rootMessage(Throwable e) {
+  /** The failure and its innermost cause, on one line (MyBatis wraps SQL errors in multi-line text). */
+  static String oneLine(Throwable e) {
     Throwable root = e;
-    while (root.getCause() != null && root.getCause() != root) {
+    java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    while (root.getCause() != null && seen.add(root)) {
       root = root.getCause();
     }
-    String text = root.getClass().getSimpleName() + ": " + root.getMessage();
+    String text = root == e
+        ? e.toString()
+        : e.getClass().getSimpleName() + " (" + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
     int end = text.indexOf('\n');
     return end < 0 ? text : text.substring(0, end);
   }

@@ -53,8 +53,12 @@ final class Listeners implements IdempotencyListener {
 
   @Override
   public void onRetry(
-      InboundMessage message, @Nullable IdempotencyKey key, Throwable failure, Duration delay) {
-    each("onRetry", l -> l.onRetry(message, key, failure, delay));
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      ProcessingOutcome kind,
+      Throwable failure,
+      Duration delay) {
+    each("onRetry", l -> l.onRetry(message, key, kind, failure, delay));
   }
 
   @Override
@@ -69,5 +73,16 @@ final class Listeners implements IdempotencyListener {
       ProcessingOutcome outcome,
       Duration elapsed) {
     each("onOutcome", l -> l.onOutcome(message, key, outcome, elapsed));
+  }
+
+  @Override
+  public void onAcknowledgementFailure(
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      ProcessingOutcome intended,
+      RuntimeException failure,
+      Duration elapsed) {
+    each("onAcknowledgementFailure",
+        l -> l.onAcknowledgementFailure(message, key, intended, failure, elapsed));
   }
 }

@@ -2,6 +2,7 @@ package io.idem.spi;
 
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
+import io.idem.TransactionRetryException;
 import java.time.Instant;
 
 /**
@@ -19,13 +20,32 @@ public interface ProcessedEventStore<C> {
 
   /**
    * Runs {@code work} in a new transaction: commits when it returns, rolls back when it throws.
+   * The store classifies every failure once, by who failed (docs/FAILURES.md):
+   *
+   * <ul>
+   *   <li>{@link StoreUnavailableException} — the store's own connection cannot reach the
+   *       database: a connection (or session) could not be opened, the pool timed out, or the
+   *       transaction's connection broke and a fresh connection fails too. Decided from the
+   *       store's own connections, never from a cause chain holding a socket exception.
+   *   <li>{@link TransactionRetryException} — the database asked for the whole transaction to be
+   *       retried (SQLSTATE 40001, 40P01), or {@link #claim} timed out waiting for another
+   *       transaction's lock on the same key.
+   *   <li>anything else {@code work} threw, unchanged — including the database rejecting the
+   *       work's own statements (SQLSTATE classes 22, 23, 42, 2B, a trigger's {@code RAISE}, a lock
+   *       timeout on the work's statement), a deferred constraint failing at COMMIT, and the server
+   *       ending the session because the work was slow ({@code idle_in_transaction_session_timeout},
+   *       {@code statement_timeout}) while a fresh connection works: the work's failure.
+   * </ul>
+   *
+   * <p>A store must also never commit a claim without the work's effect: when the work ended the
+   * transaction itself (for example a SQL-text {@code COMMIT}), the store detects that the
+   * transaction that claimed the key is no longer the one running, rolls back, removes a marker
+   * the work committed early, and throws (a failure of the work).
    *
    * @return what {@code work} returned, once committed
-   * @throws StoreUnavailableException after rolling back, when the database could not be reached,
-   *     the connection broke, the commit failed (outcome unknown), or the database asked for a
-   *     retry (serialization failure, deadlock) — whether the failure came from the store or from
-   *     the work's own statements
-   * @throws Exception after rolling back, whatever else {@code work} threw, unchanged
+   * @throws StoreUnavailableException after rolling back, as above
+   * @throws TransactionRetryException after rolling back, as above
+   * @throws Exception after rolling back, whatever else {@code work} or the commit threw
    */
   <T> T inTransaction(TransactionWork<C, T> work) throws Exception;
 
@@ -35,13 +55,18 @@ public interface ProcessedEventStore<C> {
    * duplicate (on PostgreSQL: {@code INSERT … ON CONFLICT DO NOTHING}, never a caught unique
    * violation). When another open transaction holds the same key, blocks until it ends, then
    * returns {@link ClaimResult#DUPLICATE} (it committed) or {@link ClaimResult#CLAIMED} (it rolled
-   * back).
+   * back); a store may bound that wait (a lock timeout) and then throw
+   * {@link TransactionRetryException}.
    *
    * @param transaction the context of the surrounding {@link #inTransaction} call
    * @param key the key to claim
    * @param payloadFingerprint SHA-256 of the payload, 32 bytes; compared on a duplicate
    * @return whether the key was new, a duplicate, or a conflicting duplicate
-   * @throws RuntimeException on any database failure; the transaction must then be rolled back
+   * @throws TransactionRetryException when the database asked for a retry or the wait for another
+   *     transaction's lock on the key timed out
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure; the transaction must then be rolled
+   *     back, and the pipeline treats it as the store's failure (never the message's)
    */
   ClaimResult claim(C transaction, IdempotencyKey key, byte[] payloadFingerprint);
 
@@ -50,7 +75,9 @@ public interface ProcessedEventStore<C> {
    * the claim of {@code key}: the handler may have swallowed a database error (on PostgreSQL the
    * transaction is then aborted, and its commit silently rolls back) or ended the transaction
    * itself. The default does nothing; stores whose commit can report success without committing
-   * must check.
+   * must check, here or as part of the commit in {@link #inTransaction} (store-jdbc checks the
+   * driver's transaction state here, with no round trip, and the transaction id in the same round
+   * trip as the COMMIT).
    *
    * @throws RuntimeException when the claim is no longer held; the pipeline then treats the
    *     message as a handler failure (rolled back, retried or dead-lettered), never as processed
