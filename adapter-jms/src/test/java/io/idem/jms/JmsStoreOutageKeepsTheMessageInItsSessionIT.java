@@ -95,7 +95,7 @@ class JmsStoreOutageKeepsTheMessageInItsSessionIT {
     consumer.start();
     harness.publish(Map.of("idempotency-key", "held-1"), "{}".getBytes(StandardCharsets.UTF_8));
     await("store retries well past max-delivery-attempts").atMost(TIMEOUT)
-        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY) >= 3 * BROKER_MAX_DELIVERY_ATTEMPTS);
+        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 3 * BROKER_MAX_DELIVERY_ATTEMPTS);
     assertThat(harness.deadLetters()).isEmpty();
     assertThat(outcomes.settled()).extracting(OutcomeRecorder.Settled::attempt).containsOnly(1);
 
@@ -123,12 +123,12 @@ class JmsStoreOutageKeepsTheMessageInItsSessionIT {
     consumer = harness.newConsumer(pipeline);
     consumer.start();
     harness.publish(Map.of("idempotency-key", "held-2"), "{}".getBytes(StandardCharsets.UTF_8));
-    await().atMost(TIMEOUT).until(() -> outcomes.count("held-2", ProcessingOutcome.RETRY) == 1);
+    await().atMost(TIMEOUT).until(() -> outcomes.count("held-2", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) == 1);
 
     long start = System.nanoTime();
     consumer.close();
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
-    assertThat(outcomes.count("held-2", ProcessingOutcome.RETRY)).isEqualTo(1);
+    assertThat(outcomes.count("held-2", ProcessingOutcome.RETRY_STORE_UNAVAILABLE)).isEqualTo(1);
     assertThat(harness.pendingCount()).isEqualTo(1);
     assertThat(harness.deadLetters()).isEmpty();
   }

@@ -41,7 +41,7 @@ class StoreOutageDoesNotUseUpDeliveryAttemptsIT extends KafkaITSupport {
     sql("ALTER TABLE " + MyBatisProcessedEventStore.DEFAULT_TABLE + " RENAME TO idem_away");
     publish(0, "held-1", "{}");
     await("several store retries, more than maxAttempts").atMost(TIMEOUT)
-        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY) >= 5);
+        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 5);
     assertThat(handlerAttempts).isEmpty();
     assertThat(committed(0)).isEqualTo(-1);
 

@@ -48,7 +48,7 @@ class StoreOutageHoldsOffsetsAndKeepsTheConsumerInItsGroupIT extends KafkaITSupp
     for (int i = 0; i < 10; i++) {
       publish(i % 2, "during-" + i, "{}");
     }
-    await("retries during the outage").atMost(TIMEOUT).until(() -> outcomes.count(ProcessingOutcome.RETRY) >= 6);
+    await("retries during the outage").atMost(TIMEOUT).until(() -> outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 6);
     await("outage outlasts max.poll.interval.ms").during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(6))
         .untilAsserted(() -> {
           assertThat(lag()).isEqualTo(10);

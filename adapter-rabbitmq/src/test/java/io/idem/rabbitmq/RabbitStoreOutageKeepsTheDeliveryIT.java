@@ -66,7 +66,7 @@ class RabbitStoreOutageKeepsTheDeliveryIT {
         consumer.start();
         queue.publish("held-1", "{}");
         await("store retries well past the delivery limit").atMost(Duration.ofSeconds(30))
-            .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY) >= 3 * DELIVERY_LIMIT);
+            .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 3 * DELIVERY_LIMIT);
         assertThat(queue.deadLetters()).isEmpty();
         assertThat(queue.ready()).isZero(); // held unacked by the consumer, never returned
         assertThat(handlerAttempts).isEmpty();
@@ -99,7 +99,7 @@ class RabbitStoreOutageKeepsTheDeliveryIT {
       RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config(queue), pipeline);
       consumer.start();
       queue.publish("held-2", "{}");
-      await().atMost(Duration.ofSeconds(30)).until(() -> outcomes.count("held-2", ProcessingOutcome.RETRY) == 1);
+      await().atMost(Duration.ofSeconds(30)).until(() -> outcomes.count("held-2", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) == 1);
       long start = System.nanoTime();
       consumer.close(); // the 30 s wait is not waited out
       assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));

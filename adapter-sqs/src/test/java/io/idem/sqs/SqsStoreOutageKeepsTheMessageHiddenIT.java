@@ -44,7 +44,7 @@ class SqsStoreOutageKeepsTheMessageHiddenIT extends SqsTestBase {
     publish(queue, "held-1", "{}");
 
     await("store retries spanning several visibility timeouts").atMost(TIMEOUT)
-        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY) >= 10);
+        .until(() -> outcomes.count("held-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 10);
     assertThat(queue.inFlightCount()).isEqualTo(1);
     assertThat(queue.visibleCount()).isZero();
     assertThat(dlqHolder.deadLetters()).isEmpty();

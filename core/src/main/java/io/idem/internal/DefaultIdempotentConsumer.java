@@ -282,7 +282,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
             (retryable
                     ? "handler failed on attempt " + attempt + " of " + retryPolicy.maxAttempts()
                     : "handler failed with a non-retryable error on attempt " + attempt)
-                + ": " + failure,
+                + ": " + describe(failure),
             consumerGroup,
             key.value(),
             attempt,
@@ -376,6 +376,22 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       return KeyOrReason.reason(DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
     }
     return KeyOrReason.key(new IdempotencyKey(consumerGroup, value, found.source()));
+  }
+
+  /** The failure, and its innermost cause when that is another exception (first lines only). */
+  static String describe(Throwable failure) {
+    Throwable root = failure;
+    java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    while (root.getCause() != null && seen.add(root)) {
+      root = root.getCause();
+    }
+    String text = firstLine(failure.toString());
+    return root == failure ? text : text + " (root cause: " + firstLine(root.toString()) + ")";
+  }
+
+  private static String firstLine(String text) {
+    int end = text.indexOf('\n');
+    return end < 0 ? text : text.substring(0, end);
   }
 
   /** The failure and its innermost cause, on one line (MyBatis wraps SQL errors in multi-line text). */

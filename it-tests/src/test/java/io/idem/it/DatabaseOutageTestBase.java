@@ -173,7 +173,7 @@ abstract class DatabaseOutageTestBase {
     assertThat(held).as("unacknowledged during the cut")
         .isPositive().isGreaterThanOrEqualTo(minimumUnacknowledgedDuringCut(publishedAfterCut.get()));
     assertThat(appliedBeforeCut).isLessThan(unique);
-    long retriesAtSettle = outcomes.count(ProcessingOutcome.RETRY);
+    long retriesAtSettle = outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     // hold the cut for the rest of CUT, and for at least MIN_HOLD after the work settled
     Duration left = CUT.minusNanos(System.nanoTime() - cutAt);
     Duration hold = left.compareTo(MIN_HOLD) < 0 ? MIN_HOLD : left;
@@ -184,7 +184,7 @@ abstract class DatabaseOutageTestBase {
           assertThat(broker.deadLettered(destination)).isZero();
           assertThat(consumer.isRunning()).isTrue();
         });
-    assertThat(outcomes.count(ProcessingOutcome.RETRY)).as("kept retrying").isGreaterThan(retriesAtSettle);
+    assertThat(outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE)).as("kept retrying").isGreaterThan(retriesAtSettle);
     assertThat(outcomes.count(ProcessingOutcome.DEAD_LETTERED)).isZero();
 
     db.proxy.restore();
@@ -202,7 +202,7 @@ abstract class DatabaseOutageTestBase {
     System.out.printf("[it] %s database outage: %d events (%d unique), %d applied before the cut,"
             + " %d unacknowledged during it, %d store retries, %d duplicates skipped%n",
         brokerName(), stream.size(), unique, appliedBeforeCut, held,
-        outcomes.count(ProcessingOutcome.RETRY), outcomes.count(ProcessingOutcome.DUPLICATE));
+        outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE), outcomes.count(ProcessingOutcome.DUPLICATE));
   }
 
   /** {@code unique} orders, every fifth one published twice (a producer retry). */

@@ -221,8 +221,9 @@ class IdempotentConsumerPipelineTest {
     IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(down)
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
-    assertThat(consumer.process(message("o-1", "{}", 50), ack)).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(consumer.process(message("o-1", "{}", 50), ack)).isEqualTo(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
+    assertThat(consumer.storeHealth().consecutiveFailures()).isEqualTo(1);
   }
 
   @Test
@@ -236,7 +237,7 @@ class IdempotentConsumerPipelineTest {
     IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(broken)
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
-    assertThat(consumer.process(message("o-1", "{}", 3), ack)).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(consumer.process(message("o-1", "{}", 3), ack)).isEqualTo(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
   }
 
@@ -287,31 +288,4 @@ class IdempotentConsumerPipelineTest {
   }
 
   /** Forwards to a real store; tests override one method to inject a failure. */
-  private static class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
-    private final InMemoryProcessedEventStore delegate;
-
-    DelegatingStore(InMemoryProcessedEventStore delegate) {
-      this.delegate = delegate;
-    }
-
-    @Override
-    public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
-      return delegate.inTransaction(work);
-    }
-
-    @Override
-    public ClaimResult claim(InMemoryTransaction tx, IdempotencyKey key, byte[] fingerprint) {
-      return delegate.claim(tx, key, fingerprint);
-    }
-
-    @Override
-    public int purge(Instant before, int maxRows) {
-      return delegate.purge(before, maxRows);
-    }
-
-    @Override
-    public boolean isProcessed(IdempotencyKey key) {
-      return delegate.isProcessed(key);
-    }
-  }
 }

@@ -12,6 +12,7 @@ final class RecordingAcknowledgement implements Acknowledgement {
   Duration retryDelay;
   DeadLetterReason reason;
   RuntimeException failAck;
+  int failDeadLetter;
 
   @Override
   public void ack() {
@@ -34,8 +35,17 @@ final class RecordingAcknowledgement implements Acknowledgement {
   }
 
   @Override
+  public void release() {
+    calls.add("release");
+  }
+
+  @Override
   public void deadLetter(DeadLetterReason reason) {
     calls.add("deadLetter");
+    if (failDeadLetter > 0) {
+      failDeadLetter--;
+      throw new IllegalStateException("dead-letter destination refused the copy");
+    }
     this.reason = reason;
   }
 }

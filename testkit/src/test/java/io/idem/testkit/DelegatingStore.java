@@ -1,0 +1,36 @@
+package io.idem.testkit;
+
+import io.idem.IdempotencyKey;
+import io.idem.spi.ClaimResult;
+import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionWork;
+import java.time.Instant;
+
+/** Passes everything to an in-memory store; tests override one method to inject a failure. */
+class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
+  private final InMemoryProcessedEventStore delegate;
+
+  DelegatingStore(InMemoryProcessedEventStore delegate) {
+    this.delegate = delegate;
+  }
+
+  @Override
+  public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
+    return delegate.inTransaction(work);
+  }
+
+  @Override
+  public ClaimResult claim(InMemoryTransaction tx, IdempotencyKey key, byte[] fingerprint) {
+    return delegate.claim(tx, key, fingerprint);
+  }
+
+  @Override
+  public int purge(Instant before, int maxRows) {
+    return delegate.purge(before, maxRows);
+  }
+
+  @Override
+  public boolean isProcessed(IdempotencyKey key) {
+    return delegate.isProcessed(key);
+  }
+}
