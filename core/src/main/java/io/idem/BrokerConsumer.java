@@ -25,4 +25,15 @@ public interface BrokerConsumer extends AutoCloseable {
 
   /** True between a successful {@link #start()} and {@link #close()}. */
   boolean isRunning();
+
+  /**
+   * A snapshot of what the consumer is doing (connected, what it consumes, last receive, messages
+   * held for a retry, the store's health), for readiness probes; see {@link ConsumerHealth}.
+   * Thread-safe; no broker or database access. The four adapters override it; the default knows
+   * only {@link #isRunning()}.
+   */
+  default ConsumerHealth health() {
+    boolean running = isRunning();
+    return new ConsumerHealth(running, running, java.util.List.of(), null, 0, new StoreHealth(0, null, null));
+  }
 }
