@@ -30,7 +30,7 @@ public final class JmsQuickStart {
 
   public static void main(String[] args) throws InterruptedException {
     ConnectionFactory connectionFactory =
-        new ActiveMQConnectionFactory(Examples.arg(args, 0, "tcp://localhost:61616"));
-    Examples.runUntilShutdown(start(connectionFactory, Examples.dataSource(args, 1)));
+        new ActiveMQConnectionFactory(Billing.arg(args, 0, "tcp://localhost:61616"));
+    Billing.runUntilShutdown(start(connectionFactory, Billing.dataSource(args, 1)));
   }
 }

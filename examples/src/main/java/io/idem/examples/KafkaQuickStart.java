@@ -25,7 +25,7 @@ public final class KafkaQuickStart {
   }
 
   public static void main(String[] args) throws InterruptedException {
-    String bootstrapServers = Examples.arg(args, 0, "localhost:9092");
-    Examples.runUntilShutdown(start(bootstrapServers, "orders", Examples.dataSource(args, 1)));
+    String bootstrapServers = Billing.arg(args, 0, "localhost:9092");
+    Billing.runUntilShutdown(start(bootstrapServers, "orders", Billing.dataSource(args, 1)));
   }
 }

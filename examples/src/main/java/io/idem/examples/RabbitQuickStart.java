@@ -30,7 +30,7 @@ public final class RabbitQuickStart {
   }
 
   public static void main(String[] args) throws InterruptedException {
-    String amqpUri = Examples.arg(args, 0, "amqp://guest:guest@localhost:5672/%2F");
-    Examples.runUntilShutdown(start(amqpUri, Examples.dataSource(args, 1)));
+    String amqpUri = Billing.arg(args, 0, "amqp://guest:guest@localhost:5672/%2F");
+    Billing.runUntilShutdown(start(amqpUri, Billing.dataSource(args, 1)));
   }
 }

@@ -31,6 +31,6 @@ public final class SqsQuickStart {
       System.err.println("usage: SqsQuickStart <queue-url> <dlq-url> [jdbc-url] [user] [password]");
       System.exit(2);
     }
-    Examples.runUntilShutdown(start(args[0], args[1], Examples.dataSource(args, 2)));
+    Billing.runUntilShutdown(start(args[0], args[1], Billing.dataSource(args, 2)));
   }
 }

@@ -37,7 +37,8 @@ class KafkaQuickStartIT {
         publish(kafka.bootstrapServers(), topic, "order-1", "order-1", "order-2"); // order-1 is a producer retry
         // all three settled: offset 3 committed by the "billing" group after the transactions
         TopicPartition partition = new TopicPartition(topic, 0);
-        await().atMost(Duration.ofSeconds(15)).until(() -> committed(kafka, partition) == 3);
+        await().atMost(Duration.ofSeconds(30)) // ~2 s; the margin is for a loaded machine
+            .until(() -> committed(kafka, partition) == 3);
       }
       assertThat(chargesPerOrder(dataSource)).isEqualTo(Map.of("order-1", 1, "order-2", 1)); // 2 effects
       dropSchema(dataSource);
