@@ -21,8 +21,8 @@ import org.apache.ibatis.session.SqlSessionFactory;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README quick start, compiled and run as written (between the marker comments): the same
- * order sent twice is applied once.
+ * A quick start like examples' JmsQuickStart, compiled and run as written (between the marker
+ * comments): the same order sent twice is applied once.
  */
 class JmsQuickStartIT {
 

@@ -27,7 +27,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.Test;
 
-/** The README's Kafka quick start, run as written against real Kafka and PostgreSQL. */
+/** A quick start like examples' KafkaQuickStart, run against real Kafka and PostgreSQL. */
 class KafkaQuickStartIT {
 
   /** The application's MyBatis mapper (part of its own set-up, not of the quick start). */

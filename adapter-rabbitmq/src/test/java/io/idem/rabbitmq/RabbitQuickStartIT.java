@@ -23,7 +23,7 @@ import org.apache.ibatis.session.SqlSessionFactoryBuilder;
 import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
 import org.junit.jupiter.api.Test;
 
-/** The README quick start, compiled and run: a duplicate publish is applied once. */
+/** A quick start like examples' RabbitQuickStart, compiled and run: a duplicate is applied once. */
 class RabbitQuickStartIT {
 
   @Test

@@ -22,7 +22,7 @@ import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 
-/** The README quick start, compiled and run as written (between the markers). */
+/** A quick start like examples' SqsQuickStart, compiled and run as written (between the markers). */
 class SqsQuickStartIT {
 
   /** The application's MyBatis mapper of the quick start. */

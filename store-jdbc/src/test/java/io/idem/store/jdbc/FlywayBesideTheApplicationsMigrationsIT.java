@@ -10,7 +10,7 @@ import org.flywaydb.core.api.FlywayException;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's Flyway set-up, on the real PostgreSQL: Idem's V1 under {@code db/migration/idem}
+ * The docs/STORE.md Flyway set-up, on the real PostgreSQL: Idem's V1 under {@code db/migration/idem}
  * collides with an application's own V1 when one Flyway scans all of {@code db/migration}, and
  * runs cleanly with a Flyway (and history table) of its own.
  */

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Regression: the check that commit ends the transaction ran only against the database, so
- * {@code verifyTable(false)} (the README's advice when the database may be down at start-up) let
+ * {@code verifyTable(false)} (docs/STORE.md's advice when the database may be down at start-up) let
  * MyBatis' ManagedTransactionFactory through, whose commit does nothing: the pipeline acked and
  * the pool rolled marker and effect back.
  */
