@@ -221,7 +221,7 @@ class IdempotentConsumerPipelineTest {
     IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(down)
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
-    assertThat(consumer.process(message("o-1", "{}", 50), ack)).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(consumer.process(message("o-1", "{}", 50), ack)).isEqualTo(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
   }
 
@@ -236,7 +236,7 @@ class IdempotentConsumerPipelineTest {
     IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(broken)
         .consumerGroup("billing").handler(recording).retryPolicy(threeAttempts).build();
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
-    assertThat(consumer.process(message("o-1", "{}", 3), ack)).isEqualTo(ProcessingOutcome.RETRY);
+    assertThat(consumer.process(message("o-1", "{}", 3), ack)).isEqualTo(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
   }
 
