@@ -374,7 +374,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       }
       if (removed > 0) {
         LOG.warn("removed {} processed-events marker(s) that the handler committed early (a SQL-text"
-            + " COMMIT or END) before failing: {}", removed, TransientFailures.rootMessage(failure));
+            + " COMMIT or END) before failing: {}", removed, failure.toString().lines().findFirst().orElse(""));
       }
     } catch (SQLException | RuntimeException e) {
       LOG.error("could not check for a processed-events marker committed early by the handler of"
