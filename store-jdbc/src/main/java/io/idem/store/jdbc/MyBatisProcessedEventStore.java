@@ -557,6 +557,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * round trip): a statement in an aborted transaction fails, and a marker that is gone means the
    * transaction was rolled back under the store; a SQL-text COMMIT is not detected there.
    *
+   * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.
+   *
    * @throws IllegalStateException when the claim is no longer held: a handler failure
    */
   @Override
@@ -751,7 +753,10 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
      * every lock wait of the rest of the transaction too, the handler's statements included. A
      * handler statement that runs out of it fails with SQLSTATE 55P03: the handler's failure
      * (counted), not a transaction retry. A handler that needs a longer wait can raise it for its
-     * own statements with {@code SET LOCAL lock_timeout = …}.
+     * own statements with {@code SET LOCAL lock_timeout = …}. It replaces, for the store's
+     * transactions, any {@code lock_timeout} the connections were given (PostgreSQL aborts a
+     * statement whose lock wait exceeds {@code lock_timeout}, with SQLSTATE 55P03; 0 disables
+     * it). Not thread-safe, like the whole builder.
      *
      * @throws NullPointerException when {@code value} is null
      * @throws IllegalArgumentException when it is negative or longer than PostgreSQL's limit
