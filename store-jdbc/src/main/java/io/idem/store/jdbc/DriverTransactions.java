@@ -40,11 +40,28 @@ final class DriverTransactions {
       return null;
     }
     TransactionState state = pg.getTransactionState();
-    return switch (state) {
-      case OPEN -> State.OPEN;
-      case FAILED -> State.FAILED;
-      case IDLE -> State.IDLE;
-    };
+    if (state == TransactionState.OPEN) {
+      return State.OPEN;
+    }
+    if (state == TransactionState.FAILED) {
+      return State.FAILED;
+    }
+    if (state == TransactionState.IDLE) {
+      return State.IDLE;
+    }
+    return null; // a state this store does not know: treated like another driver
+  }
+
+  /**
+   * {@link #of}, or {@code null} also when pgjdbc's classes cannot be loaded at all (the driver
+   * excluded from the class path in favour of another one).
+   */
+  static @Nullable State ofAnyDriver(Connection connection) {
+    try {
+      return of(connection);
+    } catch (LinkageError noPgjdbc) {
+      return null;
+    }
   }
 
   private static @Nullable BaseConnection unwrap(Connection connection) {

@@ -249,7 +249,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     session.flushStatements();
     long txid = transaction.claimTxid();
     Connection connection = session.getConnection();
-    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.of(connection) != null) {
+    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null) {
       try (Statement check = connection.createStatement()) {
         check.execute("SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = " + txid
             + ")::int, 0); COMMIT");
@@ -563,7 +563,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    */
   @Override
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
-    DriverTransactions.State state = DriverTransactions.of(transaction.getConnection());
+    DriverTransactions.State state = DriverTransactions.ofAnyDriver(transaction.getConnection());
     if (state == null) {
       confirmByQuery(transaction, key);
       return;
