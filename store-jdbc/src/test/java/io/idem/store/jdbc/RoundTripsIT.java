@@ -1,0 +1,157 @@
+package io.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.idem.IdempotentConsumer;
+import io.idem.ProcessingOutcome;
+import io.idem.fixtures.PostgresFixture;
+import java.sql.PreparedStatement;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
+import org.apache.ibatis.datasource.pooled.PooledDataSource;
+import org.apache.ibatis.session.SqlSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The round trips of the success and duplicate paths, counted from the messages pgjdbc sends (its
+ * own FINEST protocol log, {@code FE=>} lines, on the pipeline's thread): every {@code Sync} ends
+ * one round trip (the driver waits for the server's {@code ReadyForQuery} before it sends more). A new message must
+ * cost the claim, the handler's statement and one round trip for the claim check and COMMIT; a
+ * duplicate the claim and the COMMIT. No isolation statement, no confirming query.
+ *
+ * <p>MyBatis' own pool (no ping configured) so that no pool validation query is counted.
+ */
+class RoundTripsIT {
+  private static final Logger PROTOCOL = Logger.getLogger("org.postgresql.core.v3.QueryExecutorImpl");
+
+  private static PooledDataSource pool;
+  private static MyBatisProcessedEventStore store;
+
+  @BeforeAll
+  static void setUp() throws Exception {
+    String schema = StoreTests.newSchema("round_trips");
+    PostgresFixture postgres = PostgresFixture.shared();
+    String url = postgres.jdbcUrl();
+    pool = new PooledDataSource("org.postgresql.Driver",
+        url + (url.contains("?") ? "&" : "?") + "currentSchema=" + schema, postgres.user(), postgres.password());
+    StoreTests.execute(pool, "CREATE TABLE effects (k text PRIMARY KEY)");
+    store = MyBatisProcessedEventStore.builder(MyBatisProcessedEventStoreIT.sessions(pool))
+        .createTableIfMissing(true).build();
+  }
+
+  @AfterAll
+  static void tearDown() {
+    pool.forceCloseAll();
+  }
+
+  /** The frontend messages pgjdbc sends on this thread while {@code action} runs. */
+  private static List<String> frontendMessages(Runnable action) {
+    long thread = Thread.currentThread().getId();
+    List<String> sent = Collections.synchronizedList(new ArrayList<>());
+    SimpleFormatter format = new SimpleFormatter();
+    Handler capture = new Handler() {
+      @Override
+      public void publish(LogRecord record) {
+        String text = format.formatMessage(record);
+        if (record.getLongThreadID() == thread && text.contains("FE=>")) {
+          sent.add(text.trim());
+        }
+      }
+
+      @Override
+      public void flush() {}
+
+      @Override
+      public void close() {}
+    };
+    capture.setLevel(Level.ALL);
+    Level before = PROTOCOL.getLevel();
+    PROTOCOL.setLevel(Level.FINEST);
+    PROTOCOL.addHandler(capture);
+    try {
+      action.run();
+    } finally {
+      PROTOCOL.removeHandler(capture);
+      PROTOCOL.setLevel(before);
+    }
+    return List.copyOf(sent);
+  }
+
+  /**
+   * Round trips: one per {@code Sync}. pgjdbc writes the {@code BEGIN} of a new transaction as a
+   * simple-query message in front of the first statement and flushes both at that statement's
+   * {@code Sync} without waiting in between, so it adds no round trip; any other simple query
+   * (which would) fails the count.
+   */
+  private static long roundTrips(List<String> sent) {
+    for (int i = 0; i < sent.size(); i++) {
+      if (sent.get(i).startsWith("FE=> SimpleQuery")) {
+        assertThat(sent.get(i)).as("a simple query other than BEGIN: %s", sent).contains("\"BEGIN\"");
+        assertThat(i + 1 < sent.size() && !sent.get(i + 1).equals("FE=> Sync"))
+            .as("BEGIN travels with the next statement: %s", sent).isTrue();
+      }
+    }
+    return sent.stream().filter(m -> m.equals("FE=> Sync")).count();
+  }
+
+  private static List<String> queries(List<String> sent) {
+    return sent.stream().filter(m -> m.startsWith("FE=> Parse") || m.startsWith("FE=> SimpleQuery")).toList();
+  }
+
+  @Test
+  void aNewMessageCostsTheClaimTheHandlersStatementAndOneRoundTripForCheckAndCommit() {
+    IdempotentConsumer<SqlSession> pipeline = StoreTests.pipeline(store, (message, session) -> {
+      try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects VALUES (?)")) {
+        ps.setString(1, message.header("idempotency-key"));
+        ps.executeUpdate();
+      }
+    }, false);
+    pipeline.process(StoreTests.message("warm-" + UUID.randomUUID(), "{}", 1), new RecordedAcknowledgement());
+    String key = "new-" + UUID.randomUUID();
+    List<ProcessingOutcome> outcome = new ArrayList<>();
+    List<String> sent = frontendMessages(() -> outcome.add(
+        pipeline.process(StoreTests.message(key, "{}", 1), new RecordedAcknowledgement())));
+    LoggerFactory.getLogger(RoundTripsIT.class).info("a new message sent: {}", sent);
+    assertThat(outcome).containsExactly(ProcessingOutcome.PROCESSED);
+    assertThat(roundTrips(sent)).as("round trips of %s", sent).isEqualTo(3);
+    List<String> queries = queries(sent);
+    assertThat(queries).as("no isolation statement, no confirming query")
+        .noneMatch(q -> q.contains("SET SESSION") || q.contains("SELECT EXISTS"));
+    assertThat(queries).anyMatch(q -> q.contains("WITH ins AS"));
+    assertThat(queries).anyMatch(q -> q.contains("INSERT INTO effects"));
+    assertThat(queries).anyMatch(q -> q.contains("txid_current_if_assigned"));
+    assertThat(queries.get(queries.size() - 1)).contains("COMMIT");
+    // the last round trip holds the check and the COMMIT together
+    int lastSync = sent.lastIndexOf("FE=> Sync");
+    int previousSync = sent.subList(0, lastSync).lastIndexOf("FE=> Sync");
+    assertThat(sent.subList(previousSync + 1, lastSync))
+        .anyMatch(m -> m.contains("txid_current_if_assigned"))
+        .anyMatch(m -> m.contains("query=\"COMMIT\"") || m.contains("COMMIT"));
+  }
+
+  @Test
+  void aDuplicateCostsTheClaimAndTheCommit() {
+    IdempotentConsumer<SqlSession> pipeline = StoreTests.pipeline(store, (message, session) -> {}, false);
+    String key = "dup-" + UUID.randomUUID();
+    assertThat(pipeline.process(StoreTests.message(key, "{}", 1), new RecordedAcknowledgement()))
+        .isEqualTo(ProcessingOutcome.PROCESSED);
+    List<ProcessingOutcome> outcome = new ArrayList<>();
+    List<String> sent = frontendMessages(() -> outcome.add(
+        pipeline.process(StoreTests.message(key, "{}", 1), new RecordedAcknowledgement())));
+    LoggerFactory.getLogger(RoundTripsIT.class).info("a duplicate sent: {}", sent);
+    assertThat(outcome).containsExactly(ProcessingOutcome.DUPLICATE);
+    assertThat(roundTrips(sent)).as("round trips of %s", sent).isEqualTo(2);
+    assertThat(queries(sent)).noneMatch(q -> q.contains("SET SESSION") || q.contains("SELECT EXISTS")
+        || q.contains("SELECT payload_sha256 FROM")); // no second read of the fingerprint
+  }
+}
