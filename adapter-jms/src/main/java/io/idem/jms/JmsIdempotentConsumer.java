@@ -178,8 +178,9 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       thread.start();
     }
     state = State.RUNNING;
-    LOG.info("consuming {} for consumer group '{}' with {}; {}", config.queue(),
-        pipeline.consumerGroup(), config, pipeline.retryPolicy());
+    LOG.info("JMS consumer started: group '{}', queue {}, {} workers, max attempts {}",
+        pipeline.consumerGroup(), config.queue(), config.concurrency(), pipeline.retryPolicy().maxAttempts());
+    LOG.debug("JMS consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
   }
 
   private void verifyDeadLetterQueue() {

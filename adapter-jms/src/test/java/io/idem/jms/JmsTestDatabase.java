@@ -6,6 +6,7 @@ import io.idem.IdempotentConsumer;
 import io.idem.MessageHandler;
 import io.idem.RetryPolicy;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.fixtures.TestSchemas;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -32,6 +33,7 @@ final class JmsTestDatabase {
   static synchronized HikariDataSource dataSource() {
     if (dataSource == null) {
       dataSource = PostgresFixture.shared().newSchema("jms_it");
+      TestSchemas.keepForJvm(dataSource.getSchema()); // shared by this JVM's test classes
     }
     return dataSource;
   }

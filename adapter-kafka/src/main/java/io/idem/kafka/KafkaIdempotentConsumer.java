@@ -204,7 +204,9 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
       thread = newThread;
       started = true;
       newThread.start();
-      LOG.info("Kafka consumer started for group {} with {} and {}", groupId, config, pipeline);
+      LOG.info("Kafka consumer started: group '{}', topics {}, max attempts {}", groupId, config.topics(),
+          pipeline.retryPolicy().maxAttempts());
+      LOG.debug("Kafka consumer of group '{}': {}; {}", groupId, config, pipeline);
     }
   }
 

@@ -180,7 +180,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         worker.start();
       }
       state = State.RUNNING;
-      LOG.info("consuming {} with {} for consumer group '{}'", config.queue(), config, pipeline.consumerGroup());
+      LOG.info("RabbitMQ consumer started: group '{}', queue {}, {} workers, max attempts {}",
+          pipeline.consumerGroup(), config.queue(), config.concurrency(), pipeline.retryPolicy().maxAttempts());
+      LOG.debug("RabbitMQ consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
     }
   }
 

@@ -254,9 +254,10 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       }
       startThreads();
       started = true;
-      LOG.info("SQS consumer of group '{}' started on {} ({} queue, dead letters {}): {}",
-          pipeline.consumerGroup(), config.queueName(), fifo ? "FIFO" : "standard",
-          dlqUrl == null ? "via the queue's RedrivePolicy" : "to " + dlqUrl, config);
+      LOG.info("SQS consumer started: group '{}', {} queue {}, dead letters {}, max attempts {}",
+          pipeline.consumerGroup(), fifo ? "FIFO" : "standard", config.queueName(),
+          dlqUrl == null ? "via the queue's RedrivePolicy" : "to " + dlqUrl, pipeline.retryPolicy().maxAttempts());
+      LOG.debug("SQS consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
     }
   }
 

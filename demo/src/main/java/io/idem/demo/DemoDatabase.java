@@ -82,6 +82,11 @@ final class DemoDatabase implements AutoCloseable {
     return count("SELECT count(*) FROM demo_payments");
   }
 
+  /** Rows in the processed-events table: one per key whose effect committed. */
+  long markers() {
+    return count("SELECT count(*) FROM idem_processed_events");
+  }
+
   /** Distinct orders with at least one effect. */
   long ordersApplied() {
     return count("SELECT count(DISTINCT order_id) FROM demo_payments");

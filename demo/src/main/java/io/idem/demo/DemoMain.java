@@ -4,11 +4,15 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * The main job: proves exactly-once effects on real brokers and a real PostgreSQL while the
@@ -25,6 +29,23 @@ import picocli.CommandLine.Option;
           + "and restarted, then prints a ledger. Exits 1 when any effect is doubled or missing.",
       "With --migrate-from and --migrate-to it rehearses moving the consumer from one broker to "
           + "another instead: old broker only, then both (dual-published), then the new one only."
+    },
+    footerHeading = "%nThe ledger: where each figure comes from%n",
+    footer = {
+      "  events published    the producer's count, each send acknowledged by the broker",
+      "  effects applied     rows in the business table (PostgreSQL)",
+      "  markers             rows in the processed-events table (PostgreSQL)",
+      "  doubled, missing    rows beyond one per order; published orders without a row",
+      "  dead-lettered       messages read back from the dead-letter destination",
+      "  duplicates skipped  estimate (>=): the DUPLICATE outcomes the consumer",
+      "                      reported, and at least one per producer retry",
+      "  deliveries          estimate (>=): the outcomes the consumer reported, and at",
+      "                      least effects + duplicates skipped + dead letters; one",
+      "                      settled just before a SIGKILL goes unreported",
+      "  events/s            events published / seconds from the first consumer start",
+      "                      to the last message settled",
+      "%nExit status: 0 when every order was applied exactly once; 1 when an effect is",
+      "doubled or missing, or a run failed; 2 for a usage error."
     })
 public final class DemoMain implements Callable<Integer> {
 
@@ -52,10 +73,14 @@ public final class DemoMain implements Callable<Integer> {
     this.out = Objects.requireNonNull(out, "out");
   }
 
-  @Option(names = "--broker", defaultValue = "kafka",
-      description = "Broker to run on: ${COMPLETION-CANDIDATES} or all (default: ${DEFAULT-VALUE}).",
+  /** Where the ledger runs when neither {@code --broker} nor {@code --migrate-*} is given. */
+  static final String DEFAULT_BROKER = "kafka";
+
+  @Option(names = "--broker",
+      description = "Broker to run on: ${COMPLETION-CANDIDATES} or all, in any case (default: " + DEFAULT_BROKER
+          + "). Not with --migrate-from/--migrate-to.",
       completionCandidates = BrokerNames.class)
-  String broker;
+  @Nullable String broker;
 
   @Option(names = "--events", defaultValue = "10000", description = "Events to publish (default: ${DEFAULT-VALUE}).")
   int events;
@@ -71,8 +96,9 @@ public final class DemoMain implements Callable<Integer> {
   @Option(names = "--seed", description = "Random seed (default: time-based).")
   Long seed;
 
-  @Option(names = "--timeout", defaultValue = "PT10M",
-      description = "Give up on a broker after this long, ISO-8601 (default: ${DEFAULT-VALUE}).")
+  @Option(names = "--timeout", defaultValue = "10m", converter = DurationArgument.class,
+      description = "Give up on a broker after this long: 90s, 10m, 1h, 1h30m, or ISO-8601 such as PT10M"
+          + " (default: ${DEFAULT-VALUE}).")
   Duration timeout;
 
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
@@ -81,12 +107,12 @@ public final class DemoMain implements Callable<Integer> {
   @Option(names = "--migrate-from", paramLabel = "BROKER",
       description = "Rehearse a migration from this broker (${COMPLETION-CANDIDATES}); needs --migrate-to.",
       completionCandidates = BrokerNames.class)
-  String migrateFrom;
+  @Nullable String migrateFrom;
 
   @Option(names = "--migrate-to", paramLabel = "BROKER",
       description = "Rehearse a migration to this broker (${COMPLETION-CANDIDATES}); needs --migrate-from.",
       completionCandidates = BrokerNames.class)
-  String migrateTo;
+  @Nullable String migrateTo;
 
   static final class BrokerNames extends ArrayList<String> {
     private static final long serialVersionUID = 1L;
@@ -97,36 +123,79 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
-    System.exit(new CommandLine(new DemoMain()).execute(args));
+    System.exit(commandLine(new DemoMain()).execute(args));
   }
 
-  @Override
-  public Integer call() throws Exception {
+  /**
+   * The command line for {@code demo}: a usage error prints that one error and a hint to
+   * {@code --help} on standard error, not the whole usage, and exits with status 2.
+   */
+  public static CommandLine commandLine(DemoMain demo) {
+    CommandLine commandLine = new CommandLine(demo);
+    commandLine.setParameterExceptionHandler((e, args) -> {
+      CommandLine cmd = e.getCommandLine();
+      cmd.getErr().println(cmd.getColorScheme().errorText("idem-demo: " + e.getMessage()));
+      cmd.getErr().println("try --help for the options and examples");
+      cmd.getErr().flush();
+      return CommandLine.ExitCode.USAGE;
+    });
+    return commandLine;
+  }
+
+  @Spec @Nullable CommandSpec spec;
+
+  private CommandLine.ParameterException usageError(String message) {
+    return new CommandLine.ParameterException(
+        spec != null ? spec.commandLine() : new CommandLine(this), message);
+  }
+
+  /**
+   * Checks the options together and normalizes the broker names to lower case.
+   *
+   * @throws CommandLine.ParameterException for a usage error, naming the option and the value
+   */
+  void validate() {
     if (events < 1) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--events must be >= 1, but was " + events);
+      throw usageError("--events must be >= 1, but was " + events);
     }
     if (!(duplicateRate >= 0 && duplicateRate < 1)) {
-      throw new CommandLine.ParameterException(new CommandLine(this),
+      throw usageError(
           "--duplicate-rate must be in [0, 1), but was " + duplicateRate);
     }
     if (crashes < 0) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--crashes must be >= 0, but was " + crashes);
+      throw usageError("--crashes must be >= 0, but was " + crashes);
+    }
+    if (broker != null && (migrateFrom != null || migrateTo != null)) {
+      throw usageError(
+          "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
+    }
+    broker = broker == null ? DEFAULT_BROKER : broker.toLowerCase(Locale.ROOT);
+    migrateFrom = lowerCase(migrateFrom);
+    migrateTo = lowerCase(migrateTo);
+    if (timeout.isZero() || timeout.isNegative()) {
+      throw usageError("--timeout must be positive, but was " + timeout);
     }
     if ((migrateFrom == null) != (migrateTo == null)) {
-      throw new CommandLine.ParameterException(new CommandLine(this),
+      throw usageError(
           "--migrate-from and --migrate-to go together, but only " + (migrateFrom == null ? "--migrate-to" : "--migrate-from")
               + " was given");
     }
-    for (String name : migrateFrom == null ? List.of(broker) : List.of(migrateFrom, migrateTo)) {
+    List<String> named = migrateFrom == null || migrateTo == null ? List.of(broker) : List.of(migrateFrom, migrateTo);
+    for (String name : named) {
       if (!DemoBrokers.NAMES.contains(name) && !(migrateFrom == null && name.equals("all"))) {
-        throw new CommandLine.ParameterException(new CommandLine(this), "broker must be one of "
+        throw usageError((migrateFrom == null ? "--broker" : "--migrate-from/--migrate-to") + " must be one of "
             + DemoBrokers.NAMES + (migrateFrom == null ? " or all" : "") + ", but was '" + name + "'");
       }
     }
     if (migrateFrom != null && migrateFrom.equals(migrateTo)) {
-      throw new CommandLine.ParameterException(new CommandLine(this),
+      throw usageError(
           "--migrate-from and --migrate-to must differ, but both were '" + migrateFrom + "'");
     }
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    validate();
     // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
     System.setProperty("idem.testcontainers", "false");
     System.setProperty("idem.fixtures.announce", "false"); // the demo says where each server is itself
@@ -156,10 +225,16 @@ public final class DemoMain implements Callable<Integer> {
     if (names.size() > 1) {
       out.println();
       out.print(Ledger.table(ledgers));
+      out.println("deliveries and duplicates are estimates, at least the figure shown; see --help for how each"
+          + " figure is counted");
       errors.forEach(error -> out.println("not run: " + error));
     }
     out.flush();
     return errors.isEmpty() && ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+  }
+
+  private static @Nullable String lowerCase(@Nullable String name) {
+    return name == null ? null : name.toLowerCase(Locale.ROOT);
   }
 
   private int migrate(long baseSeed) throws InterruptedException {

@@ -172,7 +172,7 @@ public final class LedgerRun {
         out.accept(tag + "dead-letter destination: " + DeadLetterCheck.describe(deadLetters, poisonIds));
       }
       Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique,
-          seen.deliveries(), seen.duplicates(), db.effects(), db.doubled(), db.missing() + db.unexpected(),
+          seen.deliveries(), seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(),
           deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();

@@ -6,7 +6,6 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import picocli.CommandLine;
 
 /** Runs the demo's command line in this JVM and keeps what it printed (also echoed to stdout). */
 record DemoOutput(int exitCode, String text) {
@@ -26,7 +25,7 @@ record DemoOutput(int exitCode, String text) {
         System.out.write(b, off, len);
       }
     }, true, StandardCharsets.UTF_8);
-    int exitCode = new CommandLine(new DemoMain(out)).execute(args);
+    int exitCode = DemoMain.commandLine(new DemoMain(out)).execute(args);
     out.flush();
     return new DemoOutput(exitCode, buffer.toString(StandardCharsets.UTF_8));
   }

@@ -1,0 +1,118 @@
+package io.idem.demo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+class DemoMainTest {
+
+  /** What a run of the command line printed and returned; usage errors return before any broker starts. */
+  private record Run(int status, String out, List<String> err) {}
+
+  private static Run run(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    StringWriter err = new StringWriter();
+    CommandLine commandLine = DemoMain.commandLine(new DemoMain(new PrintStream(out, true, StandardCharsets.UTF_8)));
+    commandLine.setErr(new PrintWriter(err, true));
+    commandLine.setColorScheme(CommandLine.Help.defaultColorScheme(CommandLine.Help.Ansi.OFF));
+    int status = commandLine.execute(args);
+    return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString().lines().toList());
+  }
+
+  private static DemoMain parsed(String... args) {
+    DemoMain demo = new DemoMain(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    DemoMain.commandLine(demo).parseArgs(args);
+    demo.validate();
+    return demo;
+  }
+
+  @Test
+  void brokerTogetherWithAMigrationIsAUsageError() {
+    Run run = run("--broker", "sqs", "--migrate-from", "rabbitmq", "--migrate-to", "kafka");
+
+    assertThat(run.status()).isEqualTo(2);
+    assertThat(run.err()).containsExactly(
+        "idem-demo: --broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers"
+            + " they name",
+        "try --help for the options and examples");
+  }
+
+  @Test
+  void eachUsageErrorPrintsTheOneErrorAndAHintNotTheUsage() {
+    for (String[] args : List.of(
+        new String[] {"--broker", "kafak"},
+        new String[] {"--events", "0"},
+        new String[] {"--timeout", "ten minutes"},
+        new String[] {"--migrate-from", "kafka"},
+        new String[] {"--migrate-from", "kafka", "--migrate-to", "KAFKA"},
+        new String[] {"--no-such-option"})) {
+      Run run = run(args);
+
+      assertThat(run.status()).as("%s", List.of(args)).isEqualTo(2);
+      assertThat(run.err()).as("%s", List.of(args)).hasSize(2);
+      assertThat(run.err().get(0)).startsWith("idem-demo: ");
+      assertThat(run.err().get(1)).isEqualTo("try --help for the options and examples");
+      assertThat(run.out()).isEmpty();
+    }
+  }
+
+  @Test
+  void anUnknownBrokerIsNamedWithTheChoices() {
+    assertThat(run("--broker", "kafak").err().get(0))
+        .isEqualTo("idem-demo: --broker must be one of [kafka, rabbitmq, sqs, jms] or all, but was 'kafak'");
+  }
+
+  @Test
+  void brokerNamesAreCaseInsensitive() {
+    assertThat(parsed("--broker", "RabbitMQ").broker).isEqualTo("rabbitmq");
+    assertThat(parsed("--broker", "ALL").broker).isEqualTo("all");
+    DemoMain migration = parsed("--migrate-from", "SQS", "--migrate-to", "Jms");
+    assertThat(migration.migrateFrom).isEqualTo("sqs");
+    assertThat(migration.migrateTo).isEqualTo("jms");
+  }
+
+  @Test
+  void theBrokerDefaultsToKafka() {
+    assertThat(parsed().broker).isEqualTo("kafka");
+  }
+
+  @Test
+  void timeoutTakesShortFormsAndIso8601() {
+    assertThat(parsed("--timeout", "10m").timeout).isEqualTo(Duration.ofMinutes(10));
+    assertThat(parsed("--timeout", "90s").timeout).isEqualTo(Duration.ofSeconds(90));
+    assertThat(parsed("--timeout", "1h").timeout).isEqualTo(Duration.ofHours(1));
+    assertThat(parsed("--timeout", "PT10M").timeout).isEqualTo(Duration.ofMinutes(10));
+    assertThat(parsed().timeout).isEqualTo(Duration.ofMinutes(10));
+  }
+
+  @Test
+  void aTimeoutThatIsNoDurationIsAnsweredWithExamples() {
+    assertThat(run("--timeout", "10 min").err().get(0))
+        .contains("'10 min' is not a duration")
+        .contains("10m")
+        .contains("PT10M");
+    assertThatThrownBy(() -> parsed("--timeout", "0s")).hasMessageContaining("--timeout must be positive");
+  }
+
+  @Test
+  void helpSaysHowTimeoutIsWrittenAndHowEachFigureIsCounted() {
+    StringWriter help = new StringWriter();
+    DemoMain.commandLine(new DemoMain()).usage(new PrintWriter(help), CommandLine.Help.Ansi.OFF);
+
+    assertThat(help.toString())
+        .contains("90s, 10m, 1h")
+        .contains("PT10M")
+        .contains("rows in the business table")
+        .contains("estimate");
+    assertThat(help.toString().lines()).allSatisfy(line -> assertThat(line.length()).isLessThanOrEqualTo(80));
+  }
+}
