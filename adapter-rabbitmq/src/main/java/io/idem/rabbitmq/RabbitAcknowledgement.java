@@ -33,6 +33,13 @@ import java.util.function.Consumer;
  *       is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
  *       the consumer or losing the channel during the wait returns the delivery to the queue as
  *       for any unacknowledged one.
+ *   <li>{@link #release()} (the consumer is closing and interrupted the handler):
+ *       {@code basicNack(tag, multiple=false, requeue=true)} at once, handed to the settler thread
+ *       without waiting for it (the worker's interrupt flag is set). RabbitMQ 4.3+ does not count a
+ *       {@code basic.nack} toward a quorum queue's {@code x-delivery-limit} ({@code basic.reject}
+ *       would: it says the processing failed), so a shutdown uses up no attempt there; older
+ *       versions count every return, a closing channel's too. Should the nack not run before the
+ *       connection closes, the close returns the delivery just the same.
  *   <li>{@link #deadLetter(DeadLetterReason)}: a persistent copy — original body, properties and
  *       headers (without {@code x-delivery-count}), plus {@link DeadLetterReason#toHeaders()} — is
  *       published with {@code mandatory} to the queue's dead-letter exchange (routing key: the
@@ -105,6 +112,20 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     Delivery again = delivery.withAttempt(attempt);
     delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
         () -> rerun.accept(again));
+    settled = true;
+  }
+
+  /**
+   * Returns the delivery to the queue unacknowledged, without waiting (see the class description).
+   *
+   * @throws io.idem.IdempotencyException when the delivering channel is already gone (RabbitMQ
+   *     requeued the delivery then)
+   */
+  @Override
+  public void release() {
+    long tag = delivery.tag();
+    delivery.session().schedule("basicNack(requeue) of tag " + tag + " released at shutdown", Duration.ZERO,
+        (consume, publish) -> consume.basicNack(tag, false, true));
     settled = true;
   }
 
