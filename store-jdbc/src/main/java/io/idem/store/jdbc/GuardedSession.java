@@ -7,6 +7,7 @@ import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.util.Set;
 import org.apache.ibatis.session.SqlSession;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@link SqlSession} a handler receives: everything passes through to the store's session
@@ -16,6 +17,10 @@ import org.apache.ibatis.session.SqlSession;
  * {@code close} (on the session and on {@link SqlSession#getConnection()}) and
  * {@code setAutoCommit} throw {@link IllegalStateException}, which rolls the whole transaction
  * back like any handler failure. Savepoints stay available.
+ *
+ * <p>SQL text that ends the transaction ({@code COMMIT}, {@code END}, {@code ROLLBACK}, a mapper
+ * annotated with them) cannot be refused here; the store detects it from the transaction id
+ * recorded in the session's {@link OpenTransaction} (see {@link MyBatisProcessedEventStore}).
  */
 final class GuardedSession {
   private static final String REFUSED =
@@ -27,17 +32,35 @@ final class GuardedSession {
 
   private GuardedSession() {}
 
-  /** Wraps {@code session}; the store keeps the original to commit or roll back. */
-  static SqlSession wrap(SqlSession session) {
+  /**
+   * Wraps {@code session}, carrying {@code transaction} (what the store's claim records about it);
+   * the store keeps the original session to commit or roll back.
+   */
+  static SqlSession wrap(SqlSession session, OpenTransaction transaction) {
     return (SqlSession) Proxy.newProxyInstance(
-        SqlSession.class.getClassLoader(), new Class<?>[] {SqlSession.class}, new SessionHandler(session));
+        SqlSession.class.getClassLoader(), new Class<?>[] {SqlSession.class},
+        new SessionHandler(session, transaction));
+  }
+
+  /**
+   * The {@link OpenTransaction} of a session made by {@link #wrap}, or {@code null} for any other
+   * session (one the caller opened itself).
+   */
+  static @Nullable OpenTransaction transactionOf(SqlSession session) {
+    if (Proxy.isProxyClass(session.getClass())
+        && Proxy.getInvocationHandler(session) instanceof SessionHandler handler) {
+      return handler.transaction;
+    }
+    return null;
   }
 
   private static final class SessionHandler implements InvocationHandler {
     private final SqlSession session;
+    private final OpenTransaction transaction;
 
-    SessionHandler(SqlSession session) {
+    SessionHandler(SqlSession session, OpenTransaction transaction) {
       this.session = session;
+      this.transaction = transaction;
     }
 
     @Override

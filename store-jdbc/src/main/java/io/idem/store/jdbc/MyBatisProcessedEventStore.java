@@ -2,6 +2,7 @@ package io.idem.store.jdbc;
 
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
+import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
@@ -9,16 +10,23 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ibatis.builder.xml.XMLMapperBuilder;
-import org.apache.ibatis.executor.BatchExecutor;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.ExecutorType;
 import org.apache.ibatis.session.SqlSession;
@@ -35,15 +43,56 @@ import org.slf4j.LoggerFactory;
  * {@link io.idem.MessageHandler}, whose mapper calls therefore join the same transaction — and
  * commits or rolls back.
  *
- * <p>The claim is one {@code INSERT … ON CONFLICT DO NOTHING}; the database's row count decides
- * "new" (1) or "exists" (0). A unique violation is never caught inside the transaction (PostgreSQL
- * would abort it), and sessions on MyBatis' {@code BATCH} executor are refused because their row
- * counts are placeholders. At READ COMMITTED (the default) a claim racing an open transaction on
- * the same key waits for it and then sees its outcome; under REPEATABLE READ or SERIALIZABLE the
- * race surfaces as SQLSTATE 40001 instead, reported as {@link StoreUnavailableException} so the
- * pipeline retries the whole transaction.
+ * <h2>Round trips</h2>
  *
- * <p>Idem must own each transaction, or a message could be acknowledged with its effect lost.
+ * A new message costs: the claim (one statement, which also sets the claim's lock timeout), the
+ * handler's own statements, and one round trip that checks the claiming transaction is still the
+ * one running and COMMITs. A duplicate costs the claim and the COMMIT. No isolation statement is
+ * sent per transaction unless {@link Builder#isolation} asks for one, and the check after the
+ * handler reads pgjdbc's own transaction state instead of querying.
+ *
+ * <h2>The claim</h2>
+ *
+ * {@code INSERT … ON CONFLICT DO NOTHING RETURNING txid_current()} in a CTE that otherwise reads
+ * the stored fingerprint: "new" is decided from the row the INSERT really returned. A unique
+ * violation is never caught inside the transaction (PostgreSQL would abort it). At READ COMMITTED
+ * (PostgreSQL's default) a claim racing an open transaction on the same key waits for it; when
+ * that transaction commits, the CTE's read still uses the snapshot taken before the wait and
+ * finds nothing, so the store reads the fingerprint once more in a new statement (only then), and
+ * a racing conflict is never called a duplicate. Under REPEATABLE READ or SERIALIZABLE the race
+ * surfaces as SQLSTATE 40001 instead, reported as {@link TransactionRetryException}. The wait is
+ * bounded by {@link Builder#claimLockTimeout} (SQLSTATE 55P03 on the claim, also a {@link
+ * TransactionRetryException}).
+ *
+ * <h2>Who failed</h2>
+ *
+ * {@link #inTransaction} classifies each failure once (docs/FAILURES.md), from the store's own
+ * connection, never from a cause chain holding a socket exception:
+ *
+ * <table>
+ *   <caption>Failure classification</caption>
+ *   <tr><th>what happened</th><th>thrown</th></tr>
+ *   <tr><td>no session or connection could be opened (refused, pool timed out)</td>
+ *       <td>{@link StoreUnavailableException}</td></tr>
+ *   <tr><td>SQLSTATE 40001 or 40P01 from the claim, the handler's statements or the COMMIT</td>
+ *       <td>{@link TransactionRetryException}</td></tr>
+ *   <tr><td>the claim waited longer than {@link Builder#claimLockTimeout} (55P03 on the claim)</td>
+ *       <td>{@link TransactionRetryException}</td></tr>
+ *   <tr><td>anything else, while the transaction's connection is still valid
+ *       ({@link Connection#isValid}), or after it broke but a fresh connection works (the server
+ *       ended the handler's session: idle_in_transaction_session_timeout, an administrator's
+ *       terminate)</td><td>the work's own exception, unchanged: a handler failure (classes 22,
+ *       23, 42, 2B, a trigger's RAISE, a deferred constraint at COMMIT, 57014 statement timeout,
+ *       55P03 on the handler's statement, the handler's own HTTP call refused)</td></tr>
+ *   <tr><td>the transaction's connection broke and a fresh one fails too</td>
+ *       <td>{@link StoreUnavailableException}</td></tr>
+ *   <tr><td>the handler ended the transaction (swallowed SQL error, SQL-text COMMIT, END,
+ *       ROLLBACK)</td><td>{@link IllegalStateException}: a handler failure</td></tr>
+ * </table>
+ *
+ * <h2>Configuration checks</h2>
+ *
+ * Idem must own each transaction, or a message could be acknowledged with its effect lost.
  * {@link Builder#build()} therefore refuses, without reaching the database, a session factory
  * without an {@code Environment} or whose {@code Environment} uses MyBatis' {@code
  * ManagedTransactionFactory} (its commit and rollback do nothing) — build it with MyBatis' {@code
@@ -56,10 +105,10 @@ import org.slf4j.LoggerFactory;
  * store's own claim of the longest consumer group and key, then the same claim again, which must
  * be a duplicate, all rolled back — so that a column too short or of another type, a NOT NULL
  * column without a default, a missing privilege or a failing trigger is refused at start-up instead
- * of failing every message as an "outage".
- * Every transaction checks auto-commit again before the claim and, if it is on, fails the message
- * without claiming: a {@link StoreUnavailableException} (rolled back, retried with backoff, never
- * acked) logged at ERROR.
+ * of failing every message as an "outage". It logs the sessions' isolation level once (INFO).
+ * Every transaction checks auto-commit again before the claim (no round trip: pgjdbc keeps the
+ * flag) and, if it is on, fails the message without claiming: a {@link StoreUnavailableException}
+ * (rolled back, retried with backoff, never acked) logged at ERROR.
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
@@ -72,24 +121,49 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   /** Classpath location of the schema script: {@value}. */
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V1__processed_events.sql";
 
+  /**
+   * Default {@link Builder#claimLockTimeout(Duration)}: 2 seconds. Below the time a Kafka consumer
+   * may spend on one record with the client's defaults ({@code max.poll.interval.ms} 5 min over
+   * {@code max.poll.records} 100 = 3 s), so a claim stuck behind another instance's open
+   * transaction gives up and is retried before the consumer would be thrown out of its group.
+   */
+  public static final Duration DEFAULT_CLAIM_LOCK_TIMEOUT = Duration.ofSeconds(2);
+
+  /** Seconds {@link Connection#isValid(int)} may take when a failure is classified. */
+  static final int VALIDATION_TIMEOUT_SECONDS = 5;
+
   private static final String MAPPER_TEMPLATE = "io/idem/store/jdbc/ProcessedEventMapper.xml";
+
+  /** SQLSTATEs after which PostgreSQL documents "retry the whole transaction". */
+  private static final Set<String> RETRY_TRANSACTION = Set.of("40001", "40P01");
+
+  /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  /** SQLSTATE of the division by zero that the commit check raises on purpose. */
+  private static final String DIVISION_BY_ZERO = "22012";
 
   private final SqlSessionFactory sessions;
   private final TableName table;
   private final ExecutorType executorType;
   private final @Nullable TransactionIsolationLevel isolation;
+  private final String lockTimeout;
   private final String namespace;
   private final String claimStatement;
   private final String fingerprintStatement;
   private final String existsStatement;
   private final String purgeStatement;
   private final AtomicLong autoCommitRefusals = new AtomicLong();
+  private final AtomicBoolean otherDriverLogged = new AtomicBoolean();
 
   private MyBatisProcessedEventStore(Builder b) {
     this.sessions = b.sessions;
     this.table = TableName.of(b.tableName);
     this.executorType = b.executorType;
     this.isolation = b.isolation;
+    this.lockTimeout = b.claimLockTimeout.isZero()
+        ? "0"
+        : Math.max(1, b.claimLockTimeout.toMillis()) + "ms";
     this.namespace = registerMapper(sessions.getConfiguration(), table);
     this.claimStatement = namespace + ".claim";
     this.fingerprintStatement = namespace + ".fingerprint";
@@ -107,6 +181,27 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return table.qualified();
   }
 
+  /**
+   * Runs {@code work} in a new transaction on one session of the factory: commits when it returns,
+   * rolls back when it throws, and classifies every failure once, as the class documentation's
+   * table says (the rules of {@link ProcessedEventStore#inTransaction}).
+   *
+   * <p>On the success path the round trips are the work's own statements and one more that
+   * checks the claiming transaction id and COMMITs (when the work claimed a key on pgjdbc); a
+   * failure costs a few more (rollback, {@link Connection#isValid}, possibly a fresh connection,
+   * and one statement removing a marker the work committed early by SQL text).
+   *
+   * <p>Thread-safe: each call has its own session, confined to the calling thread.
+   *
+   * @throws StoreUnavailableException no session or connection could be had, or the
+   *     transaction's connection broke and a fresh one fails too (a COMMIT that failed this way
+   *     may or may not have committed: a redelivery finds out)
+   * @throws TransactionRetryException PostgreSQL asked for a retry (40001, 40P01) or the claim's
+   *     lock wait ran out (55P03)
+   * @throws IllegalStateException the work ended Idem's transaction itself (a swallowed SQL error,
+   *     a SQL-text COMMIT, END or ROLLBACK); rolled back, and a marker it committed early removed
+   * @throws Exception whatever else the work or its COMMIT threw, unchanged
+   */
   @Override
   public <T> T inTransaction(TransactionWork<SqlSession, T> work) throws Exception {
     SqlSession session;
@@ -118,26 +213,17 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       requireTransaction(session);
+      OpenTransaction transaction = new OpenTransaction();
       T result;
       try {
-        result = work.run(GuardedSession.wrap(session));
+        result = work.run(GuardedSession.wrap(session, transaction));
       } catch (Throwable failure) {
-        rollback(session, failure);
-        if (failure instanceof StoreUnavailableException || !TransientFailures.isTransient(failure)) {
-          throw failure;
-        }
-        throw new StoreUnavailableException(
-            "database failure, transaction rolled back: " + TransientFailures.rootMessage(failure), failure);
+        throw failed(session, transaction, failure);
       }
       try {
-        // force: the handler may have written through session.getConnection(), which MyBatis
-        // does not see as dirty; without force the commit would be skipped.
-        session.commit(true);
-      } catch (RuntimeException e) {
-        rollback(session, e);
-        throw new StoreUnavailableException(
-            "commit failed (the transaction may or may not have committed; a redelivery will find"
-                + " out): " + TransientFailures.rootMessage(e), e);
+        commit(session, transaction);
+      } catch (Throwable failure) {
+        throw failed(session, transaction, failure);
       }
       return result;
     } finally {
@@ -147,6 +233,190 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
         LOG.debug("closing the session failed; the pool discards the connection", e);
       }
     }
+  }
+
+  /**
+   * Commits. When the transaction claimed a key on pgjdbc, the COMMIT travels in the same round
+   * trip as a check that the transaction committing is the one that claimed:
+   * {@code txid_current_if_assigned()} is the claim's id unless the handler ended the transaction
+   * by SQL text (after which pgjdbc silently began a new one). A mismatch divides by zero at run
+   * time (the divisor depends on the function's result, so the planner cannot fold it), the
+   * server skips the COMMIT (an error discards the rest of the round trip up to its Sync), and
+   * the statement fails with 22012. pgjdbc then sees the transaction idle and
+   * {@code session.commit(true)} sends nothing.
+   */
+  private void commit(SqlSession session, OpenTransaction transaction) throws SQLException {
+    session.flushStatements();
+    long txid = transaction.claimTxid();
+    Connection connection = session.getConnection();
+    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.of(connection) != null) {
+      try (Statement check = connection.createStatement()) {
+        check.execute("SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = " + txid
+            + ")::int, 0); COMMIT");
+      } catch (SQLException e) {
+        if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
+          throw new HandlerEndedTransaction(e);
+        }
+        throw e;
+      }
+    }
+    // force: the handler may have written through session.getConnection(), which MyBatis does
+    // not see as dirty; without force the commit would be skipped. After the check above pgjdbc
+    // is idle and sends nothing.
+    session.commit(true);
+  }
+
+  /** The commit check found another transaction than the one that claimed. */
+  private static final class HandlerEndedTransaction extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    HandlerEndedTransaction(@Nullable Throwable cause) {
+      super("the handler ended Idem's transaction (a SQL-text COMMIT, END or ROLLBACK): the"
+          + " transaction committing is not the one that claimed the key; rolled back, nothing"
+          + " applied, a marker committed early removed", cause);
+    }
+  }
+
+  /**
+   * Rolls back, removes a marker committed early, and decides what {@code failure} means: the
+   * exception {@link #inTransaction} throws.
+   */
+  private Exception failed(SqlSession session, OpenTransaction transaction, Throwable failure) {
+    rollback(session, failure);
+    Throwable classified = classify(session, failure);
+    if (!transaction.claims().isEmpty()) {
+      removeEarlyMarkers(session, transaction, classified);
+    }
+    if (classified instanceof Error error) {
+      throw error;
+    }
+    return (Exception) classified;
+  }
+
+  private Throwable classify(SqlSession session, Throwable failure) {
+    if (failure instanceof StoreUnavailableException || failure instanceof TransactionRetryException) {
+      return failure; // the claim's or the pipeline's own verdict
+    }
+    if (Thread.currentThread().isInterrupted()) {
+      return failure; // shutting down: the pipeline releases the message
+    }
+    String retry = sqlStateIn(failure, RETRY_TRANSACTION);
+    if (retry != null) {
+      return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
+          + " (SQLSTATE " + retry + "): " + TransientFailures.rootMessage(failure), failure);
+    }
+    if (isValid(session)) {
+      return failure; // the database answers on this very connection: the work failed
+    }
+    // The connection broke under the work: the server ended this session (its timeouts, an
+    // administrator) or the database is unreachable. A fresh connection tells which.
+    Throwable fresh = freshConnectionFailure();
+    if (fresh == null) {
+      return failure;
+    }
+    StoreUnavailableException outage = new StoreUnavailableException("the transaction's connection"
+        + " broke and a fresh one fails too (" + TransientFailures.rootMessage(fresh) + "); rolled"
+        + " back (a COMMIT that failed this way may or may not have committed: a redelivery finds"
+        + " out): " + TransientFailures.rootMessage(failure), failure);
+    outage.addSuppressed(fresh);
+    return outage;
+  }
+
+  /** Whether the transaction's own connection still answers ({@link Connection#isValid}). */
+  private static boolean isValid(SqlSession session) {
+    try {
+      return session.getConnection().isValid(VALIDATION_TIMEOUT_SECONDS);
+    } catch (SQLException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** Why a fresh session of the factory cannot reach the database, or {@code null} if it can. */
+  private @Nullable Throwable freshConnectionFailure() {
+    try (SqlSession fresh = sessions.openSession(executorType, false)) {
+      return fresh.getConnection().isValid(VALIDATION_TIMEOUT_SECONDS)
+          ? null
+          : new SQLException("a fresh connection is not valid");
+    } catch (SQLException | RuntimeException e) {
+      return e;
+    }
+  }
+
+  /**
+   * Removes the markers this transaction claimed if the handler committed them early (a SQL-text
+   * COMMIT or END, then a failure): one statement, in a short transaction of its own, that
+   * deletes only a row whose {@code xmin} is the claiming transaction (PostgreSQL's 32-bit xid,
+   * the low half of {@code txid_current()}), so a marker another transaction committed since is
+   * never touched. Runs on the transaction's connection when it is valid, else on a fresh one.
+   * Failing here is logged and recorded on {@code failure}; it does not change the verdict.
+   */
+  private void removeEarlyMarkers(SqlSession session, OpenTransaction transaction, Throwable failure) {
+    long xid = transaction.claimTxid() % 4_294_967_296L;
+    String sql = "DELETE FROM " + table.qualified() + " WHERE consumer_group = ? AND"
+        + " idempotency_key = ? AND xmin::text::bigint = " + xid + "; COMMIT";
+    SqlSession fresh = null;
+    try {
+      Connection connection;
+      if (isOpen(session)) {
+        connection = session.getConnection();
+      } else {
+        fresh = sessions.openSession(executorType, false);
+        connection = fresh.getConnection();
+      }
+      int removed = 0;
+      for (OpenTransaction.Claimed claimed : transaction.claims()) {
+        try (PreparedStatement delete = connection.prepareStatement(sql)) {
+          delete.setString(1, claimed.consumerGroup());
+          delete.setString(2, claimed.key());
+          delete.execute();
+          removed += Math.max(0, delete.getUpdateCount());
+        }
+      }
+      if (removed > 0) {
+        LOG.warn("removed {} processed-events marker(s) that the handler committed early (a SQL-text"
+            + " COMMIT or END) before failing: {}", removed, TransientFailures.rootMessage(failure));
+      }
+    } catch (SQLException | RuntimeException e) {
+      LOG.error("could not check for a processed-events marker committed early by the handler of"
+          + " key '{}'; if the handler COMMITted by SQL text before failing, a redelivery is taken"
+          + " for a duplicate: {}", transaction.claims().get(0).key(),
+          TransientFailures.rootMessage(e));
+      failure.addSuppressed(e);
+    } finally {
+      if (fresh != null) {
+        try {
+          fresh.close();
+        } catch (RuntimeException e) {
+          LOG.debug("closing the session failed; the pool discards the connection", e);
+        }
+      }
+    }
+  }
+
+  private static boolean isOpen(SqlSession session) {
+    try {
+      return !session.getConnection().isClosed();
+    } catch (SQLException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** The first SQLSTATE in {@code states} on an SQLException in the cause chain, or {@code null}. */
+  private static @Nullable String sqlStateIn(Throwable failure, Set<String> states) {
+    Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+    for (Throwable t = failure; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        for (SQLException e = sql; e != null; e = e.getNextException()) {
+          if (states.contains(e.getSQLState())) {
+            return e.getSQLState();
+          }
+          if (e.getNextException() == e) {
+            break;
+          }
+        }
+      }
+    }
+    return null;
   }
 
   /** A session the way every transaction of the store opens it (and {@link Builder#build()} checks it). */
@@ -189,6 +459,26 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
   }
 
+  /**
+   * Claims {@code key} with one statement (one round trip) — see the class documentation: the
+   * statement sets the transaction-local {@code lock_timeout} to {@link Builder#claimLockTimeout},
+   * inserts the marker unless the key exists, and returns either the claiming transaction id (new)
+   * or the stored fingerprint (duplicate or conflict). Only when it returns no row — it waited for
+   * a racing transaction that then committed, whose row the statement's snapshot (taken before
+   * the wait, PostgreSQL's READ COMMITTED rule) cannot see — a second statement reads the
+   * fingerprint. Records the transaction id in the session for the commit check.
+   *
+   * <p>The {@code lock_timeout} stays set for the rest of the transaction, so it also bounds the
+   * handler's statements; a lock timeout there is the handler's failure, not a retry of the
+   * transaction.
+   *
+   * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.
+   *
+   * @throws TransactionRetryException the claim waited longer than the lock timeout (55P03), or
+   *     PostgreSQL asked for a retry (40001 under REPEATABLE READ or SERIALIZABLE, 40P01)
+   * @throws IllegalArgumentException when the fingerprint is not 32 bytes
+   * @throws RuntimeException (MyBatis' PersistenceException) on any other database failure
+   */
   @Override
   public ClaimResult claim(SqlSession transaction, IdempotencyKey key, byte[] payloadFingerprint) {
     Objects.requireNonNull(transaction, "transaction");
@@ -211,34 +501,88 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     params.put("key", key);
     params.put("keySource", keySource);
     params.put("fingerprint", fingerprint);
-    int inserted = transaction.insert(claimStatement, params);
-    if (inserted == BatchExecutor.BATCH_UPDATE_RETURN_VALUE) {
-      throw new IllegalStateException(
-          "the claim ran on a session with MyBatis' BATCH executor, whose row counts are"
-              + " placeholders, so a duplicate cannot be told from a new key; open the session with"
-              + " ExecutorType.SIMPLE or REUSE");
+    params.put("lockTimeout", lockTimeout);
+    List<Map<String, Object>> rows;
+    try {
+      rows = transaction.selectList(claimStatement, params);
+    } catch (RuntimeException e) {
+      String state = TransientFailures.sqlState(e);
+      if (LOCK_NOT_AVAILABLE.equals(state)) {
+        throw new TransactionRetryException("the claim of key '" + key + "' waited longer than the"
+            + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
+            + " key: " + TransientFailures.rootMessage(e), e);
+      }
+      if (state != null && RETRY_TRANSACTION.contains(state)) {
+        throw new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
+            + " (SQLSTATE " + state + ") during the claim of key '" + key + "': "
+            + TransientFailures.rootMessage(e), e);
+      }
+      throw e;
     }
-    if (inserted == 1) {
-      return ClaimResult.CLAIMED;
+    if (!rows.isEmpty()) {
+      Map<String, Object> row = rows.get(0);
+      if (Boolean.TRUE.equals(row.get("inserted"))) {
+        OpenTransaction open = GuardedSession.transactionOf(transaction);
+        if (open != null) {
+          open.claimed(((Number) row.get("txid")).longValue(), consumerGroup, key);
+        }
+        return ClaimResult.CLAIMED;
+      }
+      return compare((byte[]) row.get("stored"), fingerprint);
     }
-    byte[] stored = transaction.selectOne(fingerprintStatement, params);
+    // The claim waited for a racing transaction that committed the key (its snapshot predates
+    // the wait), or the row was purged in between: read again with a new snapshot.
+    return compare(transaction.selectOne(fingerprintStatement, params), fingerprint);
+  }
+
+  private static ClaimResult compare(byte @Nullable [] stored, byte[] fingerprint) {
     if (stored == null) {
-      // Purged between the two statements; the conflicting row is gone, so there is nothing to
-      // compare with. Report a duplicate rather than apply twice within the retention window.
+      // Purged meanwhile; the conflicting row is gone, so there is nothing to compare with.
+      // Report a duplicate rather than apply twice within the retention window.
       return ClaimResult.DUPLICATE;
     }
     return Arrays.equals(stored, fingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
   }
 
   /**
-   * Re-reads the marker inside the transaction. On PostgreSQL a statement in an aborted
-   * transaction fails (SQLSTATE 25P02: the handler swallowed an error, and the commit would
-   * silently roll back), and a marker that is gone means the transaction was ended under the store.
+   * Checks, with no round trip, that the handler left the transaction able to commit, from the
+   * state pgjdbc keeps from the server's {@code ReadyForQuery} messages: {@code FAILED} means the
+   * handler swallowed an SQL error (PostgreSQL aborted the transaction and would turn its COMMIT
+   * into a rollback); {@code IDLE} means the handler ended the transaction itself. A SQL-text
+   * COMMIT or ROLLBACK followed by more statements leaves pgjdbc in a new transaction that looks
+   * {@code OPEN}: that is caught at the commit, where the transaction id recorded by the claim is
+   * checked in the same round trip as the COMMIT.
    *
-   * @throws IllegalStateException when the marker is not visible to the transaction any more
+   * <p>On a driver other than pgjdbc (logged once at INFO) it re-reads the marker instead (one
+   * round trip): a statement in an aborted transaction fails, and a marker that is gone means the
+   * transaction was rolled back under the store; a SQL-text COMMIT is not detected there.
+   *
+   * @throws IllegalStateException when the claim is no longer held: a handler failure
    */
   @Override
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
+    DriverTransactions.State state = DriverTransactions.of(transaction.getConnection());
+    if (state == null) {
+      confirmByQuery(transaction, key);
+      return;
+    }
+    if (state == DriverTransactions.State.FAILED) {
+      throw new IllegalStateException("the handler of key '" + key.value() + "' swallowed a database"
+          + " error: PostgreSQL aborted the transaction, so its COMMIT would roll back; nothing is"
+          + " applied (let the exception propagate, or roll back to a savepoint)");
+    }
+    if (state == DriverTransactions.State.IDLE) {
+      throw new IllegalStateException("the handler of key '" + key.value() + "' ended Idem's"
+          + " transaction (a SQL-text COMMIT, END or ROLLBACK); nothing is applied");
+    }
+  }
+
+  private void confirmByQuery(SqlSession transaction, IdempotencyKey key) {
+    if (otherDriverLogged.compareAndSet(false, true)) {
+      LOG.info("the connections are not pgjdbc's (org.postgresql.core.BaseConnection): each claim is"
+          + " confirmed by a query after the handler (one more round trip), and a handler's SQL-text"
+          + " COMMIT is not detected");
+    }
     Map<String, Object> params = new HashMap<>();
     params.put("consumerGroup", key.consumerGroup());
     params.put("key", key.value());
@@ -266,6 +610,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       StartupChecks.run(session, namespace, table);
+      StartupChecks.logIsolation(session, namespace, isolation);
       ClaimProbe.run(session, this, namespace, table);
     } finally {
       try {
@@ -313,7 +658,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   @Override
   public String toString() {
     return "MyBatisProcessedEventStore[table=" + table.qualified() + ", executor=" + executorType
-        + ", isolation=" + (isolation == null ? "driver default" : isolation) + "]";
+        + ", isolation=" + (isolation == null ? "the connection's" : isolation)
+        + ", claimLockTimeout=" + lockTimeout + "]";
   }
 
   // One namespace per table, registered once per Configuration.
@@ -350,7 +696,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     private final SqlSessionFactory sessions;
     private String tableName = DEFAULT_TABLE;
     private ExecutorType executorType = ExecutorType.SIMPLE;
-    private @Nullable TransactionIsolationLevel isolation = TransactionIsolationLevel.READ_COMMITTED;
+    private @Nullable TransactionIsolationLevel isolation;
+    private Duration claimLockTimeout = DEFAULT_CLAIM_LOCK_TIMEOUT;
     private boolean createTableIfMissing;
     private boolean verifyTable = true;
 
@@ -374,11 +721,49 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
 
     /**
-     * Default {@link TransactionIsolationLevel#READ_COMMITTED} (PostgreSQL's default, under which a
-     * racing claim waits and then sees the duplicate). {@code null} keeps the connection's level.
+     * Default {@code null}: keep the connection's own level (PostgreSQL's default is READ
+     * COMMITTED, under which a racing claim waits and then sees the duplicate or conflict); no
+     * statement is sent for it. {@link Builder#build()} reads the level once when it verifies and
+     * logs it at INFO. REPEATABLE READ and SERIALIZABLE work too: a race or a write skew there
+     * fails with SQLSTATE 40001, a {@link TransactionRetryException} (retried, not counted).
+     *
+     * <p>A level given here is applied by MyBatis to every session: pgjdbc sends {@code SET
+     * SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL …}, one more round trip per
+     * transaction. To pin a level without that cost, set it on the pool (for example the JDBC
+     * URL's {@code options=-c default_transaction_isolation=…}, or HikariCP's {@code
+     * transactionIsolation}, applied once per pooled connection).
      */
     public Builder isolation(@Nullable TransactionIsolationLevel value) {
       this.isolation = value;
+      return this;
+    }
+
+    /**
+     * How long a claim waits behind another open transaction that holds the same key (another
+     * instance during a Kafka rebalance, a competing consumer with a slow handler) before giving
+     * up with a {@link TransactionRetryException} (the pipeline's RETRY_TRANSACTION: retried, not
+     * counted). Default {@link MyBatisProcessedEventStore#DEFAULT_CLAIM_LOCK_TIMEOUT} (2 s);
+     * {@link Duration#ZERO} waits without bound; a positive value is rounded down to whole
+     * milliseconds, at least 1 ms.
+     *
+     * <p>Set as PostgreSQL's transaction-local {@code lock_timeout} by the claim statement itself
+     * ({@code set_config('lock_timeout', …, true)}), so it costs no round trip — and it bounds
+     * every lock wait of the rest of the transaction too, the handler's statements included. A
+     * handler statement that runs out of it fails with SQLSTATE 55P03: the handler's failure
+     * (counted), not a transaction retry. A handler that needs a longer wait can raise it for its
+     * own statements with {@code SET LOCAL lock_timeout = …}.
+     *
+     * @throws NullPointerException when {@code value} is null
+     * @throws IllegalArgumentException when it is negative or longer than PostgreSQL's limit
+     *     (2,147,483,647 ms)
+     */
+    public Builder claimLockTimeout(Duration value) {
+      Objects.requireNonNull(value, "claimLockTimeout");
+      if (value.isNegative() || value.compareTo(Duration.ofMillis(Integer.MAX_VALUE)) > 0) {
+        throw new IllegalArgumentException("claimLockTimeout must be between 0 (no bound) and "
+            + Integer.MAX_VALUE + " ms, but was " + value);
+      }
+      this.claimLockTimeout = value;
       return this;
     }
 

@@ -10,8 +10,11 @@ import java.util.function.Supplier;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.TransactionIsolationLevel;
 import org.apache.ibatis.transaction.managed.ManagedTransactionFactory;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What {@link MyBatisProcessedEventStore.Builder#build()} checks. Always, without the database:
@@ -26,6 +29,8 @@ import org.jspecify.annotations.Nullable;
  * for a retry is a {@link StoreUnavailableException}.
  */
 final class StartupChecks {
+  private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
+
   /** The columns of {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}. */
   static final List<String> COLUMNS =
       List.of("consumer_group", "idempotency_key", "key_source", "payload_sha256", "processed_at");
@@ -81,6 +86,26 @@ final class StartupChecks {
   static void run(SqlSession session, String namespace, TableName table) {
     requireOwnTransaction(session, namespace);
     requireTable(session, namespace, table);
+  }
+
+  /**
+   * Reads the isolation level the store's transactions run at, once, and logs it at INFO: with
+   * {@code isolation(null)} (the default) it is the connection's own, which the store never sets
+   * (no statement per transaction).
+   *
+   * @throws StoreUnavailableException or IllegalStateException as {@link #failure} decides
+   */
+  static void logIsolation(
+      SqlSession session, String namespace, @Nullable TransactionIsolationLevel configured) {
+    String level = query(() -> session.selectOne(namespace + ".isolationLevel"),
+        "could not read the sessions' isolation level");
+    LOG.info("processed-events transactions run at isolation level {} ({}); a claim racing another"
+        + " transaction on the same key {}", level,
+        configured == null ? "the connection's own: no statement sent per transaction"
+            : "set by MyBatis on every session: one round trip per transaction",
+        "read committed".equals(level)
+            ? "waits for it, then reads the committed row"
+            : "fails with 40001 and the transaction is retried (not counted)");
   }
 
   private static void requireOwnTransaction(SqlSession session, String namespace) {

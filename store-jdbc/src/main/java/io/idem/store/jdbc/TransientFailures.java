@@ -1,7 +1,5 @@
 package io.idem.store.jdbc;
 
-import java.io.EOFException;
-import java.net.SocketException;
 import java.sql.SQLException;
 import java.sql.SQLNonTransientConnectionException;
 import java.sql.SQLRecoverableException;
@@ -11,11 +9,14 @@ import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Tells a failure of the database (retry later, never the message's fault) from a failure of the
- * work. Transient: connection errors (SQLSTATE class 08), insufficient resources (53), operator
- * intervention such as an admin shutdown (57P01–57P05), serialization failure (40001) and
- * deadlock (40P01) — PostgreSQL's "retry the whole transaction" answers — and lock-not-available
- * (55P03), plus the JDBC transient/recoverable exception types and socket failures underneath.
+ * SQLSTATE helpers, and the one place where a failure is called transient by its SQLSTATE alone:
+ * the store's own statements outside a message's transaction — the start-up checks and {@link
+ * MyBatisProcessedEventStore#isProcessed} — where no handler ran, so nothing but the database can
+ * have failed. Transient: connection errors (SQLSTATE class 08, which pgjdbc gives every I/O
+ * failure), insufficient resources (53), operator intervention such as an admin shutdown
+ * (57P01–57P05), serialization failure (40001), deadlock (40P01) and lock-not-available (55P03),
+ * plus the JDBC transient/recoverable exception types. A message's transaction is classified by
+ * {@link MyBatisProcessedEventStore#inTransaction} from its connection instead, never here.
  */
 final class TransientFailures {
   private TransientFailures() {}
@@ -32,9 +33,6 @@ final class TransientFailures {
             break;
           }
         }
-      }
-      if (t instanceof SocketException || t instanceof EOFException) {
-        return true;
       }
     }
     return false;

@@ -167,7 +167,7 @@ class AutoCommitSessionsAreRefusedIT {
     transactions.autoCommit.set(true);
     for (int attempt = 1; attempt <= 3; attempt++) {
       RecordedAcknowledgement ack = new RecordedAcknowledgement();
-      assertThat(pipeline.process(message(attempt), ack)).as("attempt %d", attempt).isEqualTo(ProcessingOutcome.RETRY);
+      assertThat(pipeline.process(message(attempt), ack)).as("attempt %d", attempt).isEqualTo(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
       assertThat(ack.calls).as("attempt %d", attempt).containsExactly("retryWhenStoreAvailable");
     }
     assertThat(calls).as("the handler never ran on an auto-commit session").hasValue(0);

@@ -21,7 +21,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.apache.ibatis.annotations.Update;
 import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -43,8 +45,9 @@ class HandlerCannotEndTheTransactionIT {
       s.execute("CREATE TABLE effects (k text PRIMARY KEY)");
       s.execute("INSERT INTO effects VALUES ('taken')");
     }
-    store = MyBatisProcessedEventStore.builder(MyBatisProcessedEventStoreIT.sessions(dataSource))
-        .createTableIfMissing(true).build();
+    SqlSessionFactory sessions = MyBatisProcessedEventStoreIT.sessions(dataSource);
+    sessions.getConfiguration().addMapper(TransactionEnder.class);
+    store = MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
   }
 
   @AfterAll
@@ -140,6 +143,94 @@ class HandlerCannotEndTheTransactionIT {
       assertThat(marker(key)).as(how).isFalse();
       assertThat(effects(key)).as(how).isZero();
     }
+  }
+
+  /** A mapper a handler could (wrongly) use to end the transaction by SQL text. */
+  public interface TransactionEnder {
+    @Update("COMMIT")
+    void commit();
+
+    @Update("END")
+    void end();
+
+    @Update("ROLLBACK")
+    void rollback();
+  }
+
+  private static void end(SqlSession session, String how) throws SQLException {
+    TransactionEnder ender = session.getMapper(TransactionEnder.class);
+    switch (how) {
+      case "mapper COMMIT" -> ender.commit();
+      case "mapper END" -> ender.end();
+      case "mapper ROLLBACK" -> ender.rollback();
+      default -> {
+        try (Statement s = session.getConnection().createStatement()) {
+          s.execute(how.substring("statement ".length()));
+        }
+      }
+    }
+  }
+
+  private static final List<String> ENDINGS = List.of("mapper COMMIT", "mapper END", "mapper ROLLBACK",
+      "statement COMMIT", "statement END", "statement ROLLBACK");
+
+  @Test
+  void aSqlTextEndOfTheTransactionThenANormalReturnIsAHandlerFailureWithNoMarkerLeft() throws Exception {
+    for (String how : ENDINGS) {
+      String key = "sql-end-" + UUID.randomUUID();
+      RecordedAcknowledgement ack = new RecordedAcknowledgement();
+      ProcessingOutcome outcome = run(key, (message, session) -> {
+        insert(session, key);
+        end(session, how); // pgjdbc is idle now: the claim check sees it without a round trip
+      }, ack);
+      assertThat(outcome).as(how).isEqualTo(ProcessingOutcome.RETRY);
+      assertThat(outcome.countsAsAttempt()).as(how).isTrue();
+      assertThat(ack.calls).as(how).containsExactly("retry");
+      assertThat(marker(key)).as(how).isFalse();
+    }
+  }
+
+  @Test
+  void aSqlTextEndThenMoreStatementsIsCaughtAtTheCommitWithNoMarkerLeft() throws Exception {
+    for (String how : ENDINGS) {
+      String key = "sql-end-more-" + UUID.randomUUID();
+      RecordedAcknowledgement ack = new RecordedAcknowledgement();
+      ProcessingOutcome outcome = run(key, (message, session) -> {
+        insert(session, key);
+        end(session, how);
+        insert(session, key + "-after"); // pgjdbc silently began a new transaction: state OPEN
+      }, ack);
+      assertThat(outcome).as(how).isEqualTo(ProcessingOutcome.RETRY);
+      assertThat(ack.calls).as(how).containsExactly("retry");
+      assertThat(marker(key)).as(how).isFalse();
+      assertThat(effects(key + "-after")).as(how + ": the new transaction rolled back").isZero();
+    }
+  }
+
+  @Test
+  void aSqlTextCommitThenAThrowRemovesTheEarlyCommittedMarker() throws Exception {
+    for (String how : List.of("mapper COMMIT", "mapper END", "statement COMMIT")) {
+      String key = "sql-commit-throw-" + UUID.randomUUID();
+      RecordedAcknowledgement ack = new RecordedAcknowledgement();
+      ProcessingOutcome outcome = run(key, (message, session) -> {
+        insert(session, key);
+        end(session, how); // marker and effect committed here
+        throw new IllegalStateException("fails after committing early");
+      }, ack);
+      assertThat(outcome).as(how).isEqualTo(ProcessingOutcome.RETRY);
+      assertThat(ack.calls).as(how).containsExactly("retry");
+      assertThat(marker(key)).as(how + ": the early marker is removed before the retry").isFalse();
+    }
+    // and the retry is applied, not skipped as a duplicate
+    String key = "sql-commit-retry-" + UUID.randomUUID();
+    run(key, (message, session) -> {
+      end(session, "mapper COMMIT");
+      throw new IllegalStateException("first attempt");
+    }, new RecordedAcknowledgement());
+    RecordedAcknowledgement retried = new RecordedAcknowledgement();
+    assertThat(run(key, (message, session) -> insert(session, key), retried))
+        .isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(marker(key)).isTrue();
   }
 
   @Test
