@@ -173,7 +173,15 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         // throw); the loop ends and shutdown() commits what was settled before it.
         progress.failed(partition, record.offset(), attempt - 1);
         consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-        released = true;
+        if (closing) {
+          released = true;
+        } else if (Thread.interrupted()) {
+          // not close(): a handler that restored an interrupt it caught. The flag would fail the
+          // next poll and end the loop; the record comes back, not counted
+          LOG.warn("record {} was handed back because processing left the consumer thread of group {}"
+              + " interrupted; the flag is cleared: the consumer is stopped by close()",
+              message.brokerMessageId(), groupId);
+        }
         return false;
       }
       case RETRY -> {

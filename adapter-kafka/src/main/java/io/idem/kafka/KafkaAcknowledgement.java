@@ -26,7 +26,9 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@link #release()} (the consumer is closing and interrupted the handler): nothing is
  *       committed for the record and no attempt is counted; the loop stops taking records, commits
  *       what was settled before it, and leaves the group, so the record goes to the partition's
- *       next owner (or this group's next consumer) as if it had never been started.
+ *       next owner (or this group's next consumer) as if it had never been started. (An interrupt
+ *       that does not come from {@code close()} is cleared with a WARN and the record is processed
+ *       again, still not counted.)
  *   <li>{@link #deadLetter(DeadLetterReason)} publishes a copy (same key, value and headers, plus
  *       {@link DeadLetterReason#toHeaders()} and the original topic, partition, offset and
  *       timestamp) to the dead-letter topic and waits for the broker's {@code acks=all}
