@@ -21,16 +21,19 @@ import java.util.function.Consumer;
  * <ul>
  *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}.
  *   <li>{@link #retry(Duration)}: the delivery is held unacknowledged on this consumer for
- *       {@code delay}, then {@code basicNack(tag, multiple=false, requeue=true)} returns it to the
+ *       {@code delay}, then {@code basicReject(tag, requeue=true)} returns it to the
  *       queue, where it is delivered again at once (to any consumer). The wait is a task on the
  *       settler thread: it blocks no thread, neither the connection's I/O nor a worker. While it
  *       waits, the delivery uses one prefetch slot. If the channel is lost or the consumer closed
- *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}.
+ *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}. A reject, not a
+ *       nack: it says the processing failed, which RabbitMQ 4.3+ counts in a quorum queue's
+ *       {@code x-delivery-count} (the attempt the next delivery reads) and a nack does not;
+ *       earlier versions count both.
  *   <li>{@link #retryWhenStoreAvailable(Duration)}: the delivery stays unacknowledged on its
- *       channel — no {@code basicNack}, which on a quorum queue raises {@code x-delivery-count}
- *       toward {@code x-delivery-limit} — and after {@code delay} it is handed to the consumer's
- *       workers again, with the attempt it had, and runs through the pipeline once more. The wait
- *       is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
+ *       channel — no {@code basicNack} or {@code basicReject}, which on a quorum queue may raise
+ *       {@code x-delivery-count} toward {@code x-delivery-limit} — and after {@code delay} it is
+ *       handed to the consumer's workers again, with the attempt it had, and runs through the
+ *       pipeline once more. The wait is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
  *       the consumer or losing the channel during the wait returns the delivery to the queue as
  *       for any unacknowledged one.
  *   <li>{@link #release()} (the consumer is closing and interrupted the handler):
@@ -100,8 +103,8 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     long tag = delivery.tag();
-    delivery.session().schedule("basicNack(requeue) of tag " + tag, delay,
-        (consume, publish) -> consume.basicNack(tag, false, true));
+    delivery.session().schedule("basicReject(requeue) of tag " + tag, delay,
+        (consume, publish) -> consume.basicReject(tag, true));
     settled = true;
   }
 
