@@ -33,9 +33,9 @@ import java.util.function.Consumer;
  *       channel — no {@code basicNack} or {@code basicReject}, which on a quorum queue may raise
  *       {@code x-delivery-count} toward {@code x-delivery-limit} — and after {@code delay} it is
  *       handed to the consumer's workers again, with the attempt it had, and runs through the
- *       pipeline once more. The wait is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
- *       the consumer or losing the channel during the wait returns the delivery to the queue as
- *       for any unacknowledged one.
+ *       pipeline once more. The wait is a task on the settler thread (no thread blocked) and
+ *       holds one prefetch slot. Closing the consumer or losing the channel during the wait
+ *       returns the delivery to the queue as for any unacknowledged one.
  *   <li>{@link #release()} (the consumer is closing and interrupted the handler):
  *       {@code basicNack(tag, multiple=false, requeue=true)} at once, handed to the settler thread
  *       without waiting for it (the worker's interrupt flag is set). RabbitMQ 4.3+ does not count a
