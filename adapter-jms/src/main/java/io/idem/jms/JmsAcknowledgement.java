@@ -30,6 +30,7 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@link #retryWhenStoreAvailable(Duration)}</td>
  *       <td colspan="2">nothing: the message stays in the open transaction (unacknowledged) and
  *       the worker runs it through the pipeline again after {@code delay}</td></tr>
+ *   <tr><td>{@link #release()}</td><td>{@code session.rollback()}</td><td>{@code session.recover()}</td></tr>
  *   <tr><td>{@link #deadLetter(DeadLetterReason)}</td>
  *       <td>send the copy, then {@code commit()}: one JMS transaction, atomic</td>
  *       <td>persistent send of the copy, then {@code acknowledge()}</td></tr>
@@ -49,6 +50,13 @@ import org.slf4j.LoggerFactory;
  * therefore keeps the delivery: the worker waits for {@code delay} (cut short by
  * {@link JmsIdempotentConsumer#close()}, which then rolls back or recovers so the broker has the
  * message again) and processes it again on the same session, with the same delivery count.
+ *
+ * <p>Shutdown: {@link #release()} (the consumer is closing and interrupted the handler) hands the
+ * message back at once on the worker's own session, with the thread's interrupt flag cleared for
+ * the call and set again, and the worker stops. JMS has no way to return a message without
+ * raising {@code JMSXDeliveryCount} (a rollback, a recover and a closing session all count), so
+ * the next delivery is one more, as after a crash; the pipeline counts no attempt and
+ * dead-letters nothing for it.
  *
  * <p>The dead-letter copy keeps the body type ({@code BytesMessage} and {@code TextMessage} are
  * rebuilt; other types are re-sent as the received object with its properties rewritten),
@@ -77,6 +85,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private final String queue;
   private final Consumer<Duration> hold;
   private boolean settled;
+  private boolean released;
   private @Nullable Duration heldForStore;
 
   /**
@@ -150,6 +159,38 @@ public final class JmsAcknowledgement implements Acknowledgement {
   public void retryWhenStoreAvailable(Duration delay) {
     settleOnce();
     heldForStore = java.util.Objects.requireNonNull(delay, "delay");
+  }
+
+  /**
+   * Rolls back (or recovers) the session at once; see the class description.
+   *
+   * @throws IdempotencyException when the rollback or recover failed (closing the connection
+   *     returns the message then)
+   */
+  @Override
+  public void release() {
+    settleOnce();
+    released = true;
+    boolean interrupted = Thread.interrupted(); // the client may refuse a blocking call otherwise
+    try {
+      if (mode == JmsSessionMode.TRANSACTED) {
+        session.rollback();
+      } else {
+        session.recover();
+      }
+    } catch (JMSException e) {
+      throw new IdempotencyException("could not hand back a message of " + queue + " at shutdown ("
+          + (mode == JmsSessionMode.TRANSACTED ? "rollback" : "recover") + "): " + e, e);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Whether {@link #release()} was called: the worker stops taking messages. */
+  boolean released() {
+    return released;
   }
 
   /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */

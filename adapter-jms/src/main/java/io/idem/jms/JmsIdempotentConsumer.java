@@ -7,6 +7,7 @@ import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
 import jakarta.jms.QueueBrowser;
 import jakarta.jms.Session;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -101,7 +102,10 @@ import org.slf4j.LoggerFactory;
  * {@link #close()} stops receiving, lets each worker finish and settle its in-flight message,
  * closes the sessions (messages prefetched but not processed return to the broker
  * unacknowledged), and waits up to {@link JmsConsumerConfig#shutdownTimeout()} (plus one
- * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then has its connection
+ * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then is interrupted: a handler
+ * that stops on it is not a failure ({@link io.idem.ProcessingOutcome#RELEASED}: no attempt, no
+ * dead letter), and the worker rolls back (or recovers) its own session, so the broker has the
+ * message again, and stops. A worker still busy {@link #AFTER_INTERRUPT} later has its connection
  * closed, which abandons its message uncommitted. A lost connection is reopened after
  * {@link JmsConsumerConfig#reconnectBackoff()}. Thread-safe: {@link #start()}, {@link #close()} and
  * {@link #isRunning()} may be called from any thread; each worker's JMS session is used by its own
@@ -109,6 +113,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class JmsIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(JmsIdempotentConsumer.class);
+
+  /** How long {@link #close()} waits for a worker it interrupted past the shutdown timeout. */
+  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
   private enum State { NEW, RUNNING, CLOSED }
 
@@ -227,12 +234,19 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
     long deadline = System.nanoTime() + config.shutdownTimeout().toNanos()
         + config.receiveTimeout().toNanos();
     boolean interrupted = false;
-    for (JmsWorker worker : workers) {
+    for (int i = 0; i < workers.size(); i++) {
+      JmsWorker worker = workers.get(i);
       try {
         if (!worker.awaitStopped(Math.max(0, deadline - System.nanoTime()))) {
-          LOG.warn("{} did not finish its message within {}; closing its connection (the message"
-              + " is not acknowledged and will be redelivered)", worker.name(), config.shutdownTimeout());
-          worker.abort();
+          // past the timeout: interrupt the handler; one that stops on it is not a failure, and
+          // its worker hands the message back on its own session (rollback or recover)
+          LOG.warn("{} did not finish its message within {}; interrupting it (the message is not"
+              + " acknowledged and will be redelivered)", worker.name(), config.shutdownTimeout());
+          threads.get(i).interrupt();
+          if (!worker.awaitStopped(AFTER_INTERRUPT.toNanos())) {
+            LOG.warn("{} still runs; closing its connection", worker.name());
+            worker.abort();
+          }
         }
       } catch (InterruptedException e) {
         interrupted = true;

@@ -96,6 +96,17 @@ final class JmsWorker implements Runnable {
             break; // received while closing: closing the session returns it unsettled
           }
           process(message);
+          if (Thread.currentThread().isInterrupted()) {
+            if (stopping) {
+              // close() interrupted the handler: its message went back to the broker
+              LOG.debug("{} on {} stops: interrupted by close()", name, config.queue());
+              break;
+            }
+            Thread.interrupted();
+            LOG.warn("{}: processing a message of {} left the worker interrupted; the flag is cleared:"
+                + " the consumer's workers are stopped by close(), and the flag would fail the next"
+                + " message", name, config.queue());
+          }
         } catch (JMSException | RuntimeException e) {
           if (stopping) {
             break;
@@ -111,7 +122,13 @@ final class JmsWorker implements Runnable {
         LOG.error("{} on {} stopped while the consumer runs: isRunning() is false from now on; close the"
             + " consumer and start a new one", name, config.queue());
       }
+      // closing while interrupted could leave the session to the broker's connection TTL, holding
+      // its prefetched messages: the flag is cleared for the close and set again
+      boolean interrupted = Thread.interrupted();
       disconnect();
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
       stopped.countDown();
     }
   }
@@ -173,6 +190,9 @@ final class JmsWorker implements Runnable {
         JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
             message, config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { });
         pipeline.process(inbound, acknowledgement);
+        if (acknowledgement.released()) {
+          return; // handed back at shutdown; run() stops
+        }
         Duration wait = acknowledgement.heldForStore();
         if (wait == null) {
           return;

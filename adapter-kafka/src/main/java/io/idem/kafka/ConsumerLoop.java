@@ -32,6 +32,11 @@ import org.slf4j.LoggerFactory;
 final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
   private static final Duration POLL_FAILURE_PAUSE = Duration.ofSeconds(1);
+  /**
+   * How long the loop may still spend committing and leaving the group once close() interrupted
+   * it; close() waits {@link KafkaIdempotentConsumer#AFTER_INTERRUPT} for it.
+   */
+  static final Duration AFTER_INTERRUPT_GRACE = Duration.ofSeconds(3);
 
   private final Consumer<byte[], byte[]> consumer;
   private final DeadLetterPublisher deadLetters;
@@ -43,10 +48,14 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
+  /** A record was handed back because close() interrupted its handler: the loop ends. */
+  private boolean released;
   /** Set as soon as the loop ends, before the clients are closed (which may take a while). */
   private volatile boolean exited;
   private volatile long closeDeadlineNanos;
   private long lastCommitNanos = System.nanoTime();
+  /** When shutdown() found the interrupt flag of close() set; 0 when it did not. */
+  private long interruptedAtNanos;
 
   ConsumerLoop(
       Consumer<byte[], byte[]> consumer,
@@ -67,7 +76,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   public void run() {
     try {
       consumer.subscribe(config.topics(), this);
-      while (!closing) {
+      while (!closing && !released) {
         resumeDuePartitions();
         ConsumerRecords<byte[], byte[]> records;
         try {
@@ -88,7 +97,12 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
           commitSettled("batch");
         }
       }
+      if (released) {
+        LOG.info("consumer loop of group {} stopped by close(): the record in hand was interrupted and"
+            + " handed back uncommitted, not counted as an attempt", groupId);
+      }
     } catch (InterruptException | InterruptedException e) {
+      Thread.currentThread().interrupt();
       LOG.warn("consumer loop of group {} interrupted; records not yet committed will be delivered again", groupId);
     } catch (Throwable e) {
       // a VirtualMachineError from processing, or a failure of the loop itself (commit, rebalance)
@@ -107,7 +121,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     for (TopicPartition partition : records.partitions()) {
       List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
       for (ConsumerRecord<byte[], byte[]> record : list) {
-        if (closing) {
+        if (closing || released) {
           return; // finish only the in-flight record; the rest stays uncommitted for the next owner
         }
         if (stop || System.nanoTime() - deadline > 0) {
@@ -152,6 +166,23 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       case ACK, DEAD_LETTERED -> {
         progress.settled(partition, record.offset(), record.leaderEpoch());
         return true;
+      }
+      case RELEASED -> {
+        // close() interrupted the handler: not the record's failure and not an attempt. Nothing is
+        // committed for it (no commit either while the interrupt flag is set: the client would
+        // throw); the loop ends and shutdown() commits what was settled before it.
+        progress.failed(partition, record.offset(), attempt - 1);
+        consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+        if (closing) {
+          released = true;
+        } else if (Thread.interrupted()) {
+          // not close(): a handler that restored an interrupt it caught. The flag would fail the
+          // next poll and end the loop; the record comes back, not counted
+          LOG.warn("record {} was handed back because processing left the consumer thread of group {}"
+              + " interrupted; the flag is cleared: the consumer is stopped by close()",
+              message.brokerMessageId(), groupId);
+        }
+        return false;
       }
       case RETRY -> {
         // a store outage is not the record's failure: it comes back with the same attempt
@@ -293,6 +324,13 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   }
 
   private void shutdown() {
+    // close() interrupts the loop after shutdownTimeout: the Kafka clients refuse to work while
+    // the flag is set, so it is cleared to commit what was settled and leave the group, within
+    // the grace close() still waits, and set again at the end
+    boolean interrupted = Thread.interrupted();
+    if (interrupted) {
+      interruptedAtNanos = System.nanoTime();
+    }
     try {
       try {
         commitSettled("close");
@@ -310,6 +348,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         LOG.warn("closing the dead-letter producer of group {} failed: {}", groupId, e.toString());
       }
     } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
       stopped.countDown();
     }
   }
@@ -318,6 +359,11 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     if (!closing) {
       return config.shutdownTimeout();
     }
-    return Duration.ofNanos(Math.max(0, closeDeadlineNanos - System.nanoTime()));
+    long left = closeDeadlineNanos - System.nanoTime();
+    if (interruptedAtNanos != 0) {
+      // past shutdownTimeout: close() waits AFTER_INTERRUPT more for the clients to close
+      left = Math.max(left, interruptedAtNanos + AFTER_INTERRUPT_GRACE.toNanos() - System.nanoTime());
+    }
+    return Duration.ofNanos(Math.max(0, left));
   }
 }

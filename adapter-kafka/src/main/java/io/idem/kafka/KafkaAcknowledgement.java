@@ -23,6 +23,12 @@ import org.jspecify.annotations.Nullable;
  *       does not count as a delivery attempt: the record comes back with the attempt it had, so a
  *       database outage of any length neither uses up the retry policy's attempts nor grows the
  *       backoff.
+ *   <li>{@link #release()} (the consumer is closing and interrupted the handler): nothing is
+ *       committed for the record and no attempt is counted; the loop stops taking records, commits
+ *       what was settled before it, and leaves the group, so the record goes to the partition's
+ *       next owner (or this group's next consumer) as if it had never been started. (An interrupt
+ *       that does not come from {@code close()} is cleared with a WARN and the record is processed
+ *       again, still not counted.)
  *   <li>{@link #deadLetter(DeadLetterReason)} publishes a copy (same key, value and headers, plus
  *       {@link DeadLetterReason#toHeaders()} and the original topic, partition, offset and
  *       timestamp) to the dead-letter topic and waits for the broker's {@code acks=all}
@@ -39,6 +45,8 @@ final class KafkaAcknowledgement implements Acknowledgement {
     NONE,
     ACK,
     RETRY,
+    /** Handed back at shutdown: not committed, not an attempt, and the loop stops. */
+    RELEASED,
     DEAD_LETTERED
   }
 
@@ -79,6 +87,16 @@ final class KafkaAcknowledgement implements Acknowledgement {
   @Override
   public void retryWhenStoreAvailable(Duration delay) {
     retry(delay);
+    countsAsAttempt = false;
+  }
+
+  /**
+   * Leaves the record uncommitted without counting an attempt, and stops the consumer loop (see
+   * the class description). Makes no call to Kafka: the thread's interrupt flag is set.
+   */
+  @Override
+  public void release() {
+    settle(Decision.RELEASED);
     countsAsAttempt = false;
   }
 

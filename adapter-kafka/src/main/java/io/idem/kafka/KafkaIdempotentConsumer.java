@@ -100,6 +100,13 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
   /** Dead-letter header: the record's timestamp (epoch milliseconds, decimal), {@value}. */
   public static final String HEADER_ORIGINAL_TIMESTAMP = "idem-original-timestamp";
 
+  /**
+   * How long {@link #close()} waits once it interrupted the consumer thread: the interrupted
+   * handler's record is handed back (not committed, not an attempt) and the settled offsets are
+   * committed before the consumer leaves its group.
+   */
+  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
+
   private final KafkaConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
   private final Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory;
@@ -215,7 +222,9 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
    * commits the settled offsets, then closes the consumer (leaving the group) and the producer.
    * Records fetched but not processed stay uncommitted for the next owner. Blocks up to
    * {@link KafkaConsumerConfig#shutdownTimeout()}; past it the thread is interrupted and an error
-   * logged. Idempotent; a call from the consumer thread itself (a handler) only asks it to stop.
+   * logged: a handler that stops on the interrupt has its record handed back uncommitted
+   * ({@link io.idem.ProcessingOutcome#RELEASED}: not an attempt, never dead-lettered for it), and
+   * the settled offsets are still committed within a few more seconds. Idempotent; a call from the consumer thread itself (a handler) only asks it to stop.
    */
   @Override
   public void close() {
@@ -242,7 +251,7 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
         LOG.error("consumer of group {} did not stop within {}; interrupting its thread (the"
             + " in-flight record stays uncommitted and will be delivered again)", groupId, config.shutdownTimeout());
         currentThread.interrupt();
-        current.awaitStopped(Duration.ofSeconds(5));
+        current.awaitStopped(AFTER_INTERRUPT);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

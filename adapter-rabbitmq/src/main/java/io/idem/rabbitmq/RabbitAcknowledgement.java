@@ -21,18 +21,28 @@ import java.util.function.Consumer;
  * <ul>
  *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}.
  *   <li>{@link #retry(Duration)}: the delivery is held unacknowledged on this consumer for
- *       {@code delay}, then {@code basicNack(tag, multiple=false, requeue=true)} returns it to the
+ *       {@code delay}, then {@code basicReject(tag, requeue=true)} returns it to the
  *       queue, where it is delivered again at once (to any consumer). The wait is a task on the
  *       settler thread: it blocks no thread, neither the connection's I/O nor a worker. While it
  *       waits, the delivery uses one prefetch slot. If the channel is lost or the consumer closed
- *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}.
+ *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}. A reject, not a
+ *       nack: it says the processing failed, which RabbitMQ 4.3+ counts in a quorum queue's
+ *       {@code x-delivery-count} (the attempt the next delivery reads) and a nack does not;
+ *       earlier versions count both.
  *   <li>{@link #retryWhenStoreAvailable(Duration)}: the delivery stays unacknowledged on its
- *       channel — no {@code basicNack}, which on a quorum queue raises {@code x-delivery-count}
- *       toward {@code x-delivery-limit} — and after {@code delay} it is handed to the consumer's
- *       workers again, with the attempt it had, and runs through the pipeline once more. The wait
- *       is a task on the settler thread (no thread blocked) and holds one prefetch slot. Closing
- *       the consumer or losing the channel during the wait returns the delivery to the queue as
- *       for any unacknowledged one.
+ *       channel — no {@code basicNack} or {@code basicReject}, which on a quorum queue may raise
+ *       {@code x-delivery-count} toward {@code x-delivery-limit} — and after {@code delay} it is
+ *       handed to the consumer's workers again, with the attempt it had, and runs through the
+ *       pipeline once more. The wait is a task on the settler thread (no thread blocked) and
+ *       holds one prefetch slot. Closing the consumer or losing the channel during the wait
+ *       returns the delivery to the queue as for any unacknowledged one.
+ *   <li>{@link #release()} (the consumer is closing and interrupted the handler):
+ *       {@code basicNack(tag, multiple=false, requeue=true)} at once, handed to the settler thread
+ *       without waiting for it (the worker's interrupt flag is set). RabbitMQ 4.3+ does not count a
+ *       {@code basic.nack} toward a quorum queue's {@code x-delivery-limit} ({@code basic.reject}
+ *       would: it says the processing failed), so a shutdown uses up no attempt there; older
+ *       versions count every return, a closing channel's too. Should the nack not run before the
+ *       connection closes, the close returns the delivery just the same.
  *   <li>{@link #deadLetter(DeadLetterReason)}: a persistent copy — original body, properties and
  *       headers (without {@code x-delivery-count}), plus {@link DeadLetterReason#toHeaders()} — is
  *       published with {@code mandatory} to the queue's dead-letter exchange (routing key: the
@@ -93,8 +103,8 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     long tag = delivery.tag();
-    delivery.session().schedule("basicNack(requeue) of tag " + tag, delay,
-        (consume, publish) -> consume.basicNack(tag, false, true));
+    delivery.session().schedule("basicReject(requeue) of tag " + tag, delay,
+        (consume, publish) -> consume.basicReject(tag, true));
     settled = true;
   }
 
@@ -105,6 +115,20 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     Delivery again = delivery.withAttempt(attempt);
     delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
         () -> rerun.accept(again));
+    settled = true;
+  }
+
+  /**
+   * Returns the delivery to the queue unacknowledged, without waiting (see the class description).
+   *
+   * @throws io.idem.IdempotencyException when the delivering channel is already gone (RabbitMQ
+   *     requeued the delivery then)
+   */
+  @Override
+  public void release() {
+    long tag = delivery.tag();
+    delivery.session().schedule("basicNack(requeue) of tag " + tag + " released at shutdown", Duration.ZERO,
+        (consume, publish) -> consume.basicNack(tag, false, true));
     settled = true;
   }
 

@@ -4,6 +4,7 @@ import com.rabbitmq.client.ConnectionFactory;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
+import io.idem.ProcessingOutcome;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -62,9 +63,9 @@ import org.slf4j.LoggerFactory;
  * VM error), which is not swallowed: the delivery is returned at once (best effort; closing the
  * connection returns it too), the consumer is marked failed and the worker thread ends with the
  * error. A worker also ends when it is interrupted while it waits for a delivery; an interrupt
- * flag that processing leaves set (a handler restoring an interrupt it caught) is cleared with a
- * WARN instead, so that it neither ends the worker nor fails the next delivery's transaction or
- * ack. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
+ * flag that processing leaves set while the consumer is not closing (a handler restoring an
+ * interrupt it caught) is cleared with a WARN instead, so that it neither ends the worker nor
+ * fails the next delivery's transaction or ack. A worker that ends for any reason before {@link #close()} makes {@link #isRunning()}
  * {@code false} for good and is logged at ERROR; the other workers go on, but the consumer should
  * be closed and replaced. When no worker is left, the consumer stops consuming: it closes its
  * connection, so that RabbitMQ requeues at once every delivery it held (prefetched ones included)
@@ -76,8 +77,11 @@ import org.slf4j.LoggerFactory;
  * {@link #close()} cancels the consumer ({@code basicCancel}), lets in-flight deliveries finish
  * and settle (committed ones acked), leaves prefetched deliveries that were not started
  * unacknowledged, then closes the connection so that RabbitMQ returns them to the queue — all
- * within {@link RabbitConsumerConfig#shutdownTimeout()}. A handler still running then is not
- * waited for further; its delivery is not acked. Retries waiting for their backoff, and
+ * within {@link RabbitConsumerConfig#shutdownTimeout()}. A handler still running then is
+ * interrupted: a handler that stops on it is not a failure ({@link ProcessingOutcome#RELEASED}),
+ * its delivery is returned with {@code basicNack(requeue=true)} — not an attempt, and on RabbitMQ
+ * 4.3+ not counted toward a quorum queue's delivery limit — and its worker stops; close() waits a
+ * few more seconds for that before closing the connection. Retries waiting for their backoff, and
  * deliveries held through a store outage, are returned at once.
  *
  * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
@@ -86,6 +90,8 @@ import org.slf4j.LoggerFactory;
 public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
   private static final Duration POLL = Duration.ofMillis(100);
+  /** How long {@link #close()} waits for the workers it interrupted past the shutdown timeout. */
+  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
   private enum State { NEW, RUNNING, CLOSED }
 
@@ -228,8 +234,10 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         unfinished += worker.isAlive() ? 1 : 0;
       }
       if (unfinished > 0) {
-        LOG.warn("{} handler(s) of {} still running after shutdownTimeout {}: their deliveries are not"
-            + " acked and RabbitMQ redelivers them", unfinished, config.queue(), config.shutdownTimeout());
+        LOG.warn("{} handler(s) of {} still running after shutdownTimeout {}: interrupted; their deliveries"
+            + " go back to the queue unacknowledged, not counted as attempts", unfinished, config.queue(),
+            config.shutdownTimeout());
+        interruptAndAwait(workers);
       }
       int unprocessed = buffer.size();
       buffer.clear();
@@ -354,11 +362,17 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
             delivery.tag(), delivery.session().generation);
         continue;
       }
-      process(delivery);
+      ProcessingOutcome outcome = process(delivery);
+      if (stopping && (outcome == ProcessingOutcome.RELEASED || Thread.currentThread().isInterrupted())) {
+        // close() interrupted the handler: its delivery went back to the queue unacknowledged
+        LOG.debug("worker {} of {} stops: interrupted by close()", Thread.currentThread().getName(),
+            config.queue());
+        return;
+      }
       if (Thread.interrupted()) {
-        LOG.warn("processing {} of {} left worker {} interrupted; the flag is cleared: the consumer's workers"
-            + " are stopped by close(), and the flag would fail the next delivery", delivery, config.queue(),
-            Thread.currentThread().getName());
+        LOG.warn("processing {} of {} left worker {} interrupted ({}); the flag is cleared: the consumer's"
+            + " workers are stopped by close(), and the flag would fail the next delivery", delivery,
+            config.queue(), Thread.currentThread().getName(), outcome);
       }
     }
   }
@@ -369,7 +383,7 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    * it was settled; the worker carries on, except after a {@link VirtualMachineError}, which is
    * rethrown once the delivery is on its way back.
    */
-  private void process(Delivery delivery) {
+  private @Nullable ProcessingOutcome process(Delivery delivery) {
     RabbitAcknowledgement acknowledgement = null;
     try {
       int attempt = delivery.attempt() > 0
@@ -379,11 +393,11 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
           config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
           delivery.receivedAt());
       acknowledgement = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
-      pipeline.process(message, acknowledgement);
+      return pipeline.process(message, acknowledgement);
     } catch (Throwable e) {
       if (!(e instanceof VirtualMachineError)) {
         Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, config.recoveryInterval());
-        return;
+        return null;
       }
       failed = true; // first: logging and returning the delivery may fail for want of memory
       try {
@@ -409,6 +423,24 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     if (limit != null && limit < maxAttempts) {
       LOG.warn("queue {} has x-delivery-limit={} below the retry policy's maxAttempts={}: RabbitMQ will"
           + " dead-letter failing messages itself, without Idem's reason headers", config.queue(), limit, maxAttempts);
+    }
+  }
+
+  /**
+   * Interrupts the workers still running a handler and waits up to {@link #AFTER_INTERRUPT} for
+   * them to hand their deliveries back ({@link RabbitAcknowledgement#release()}) while the
+   * connection is still open.
+   */
+  private static void interruptAndAwait(List<Thread> workers) {
+    workers.stream().filter(Thread::isAlive).forEach(Thread::interrupt);
+    long deadline = System.nanoTime() + AFTER_INTERRUPT.toNanos();
+    for (Thread worker : workers) {
+      try {
+        worker.join(Math.max(1, remaining(deadline).toMillis()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 

@@ -6,10 +6,12 @@ import static org.awaitility.Awaitility.await;
 import com.rabbitmq.client.BuiltinExchangeType;
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
+import io.idem.IdempotencyKey;
 import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.NonRetryableException;
+import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.testkit.DeadLetteredMessage;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +22,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.ibatis.session.SqlSession;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -93,6 +96,7 @@ class RabbitDeadLetterIT {
       queue.channel().queueDeclare(queue.name, true, false, false, queue.config().queueArguments());
       queue.publish("doomed-1", "{}");
       AtomicInteger deadLetterAttempts = new AtomicInteger();
+      AtomicInteger deadLettered = new AtomicInteger();
       IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
           .consumerGroup("dlq")
           .handler((message, session) -> {
@@ -100,8 +104,16 @@ class RabbitDeadLetterIT {
           })
           .listener(new IdempotencyListener() {
             @Override
+            public void onAcknowledgementFailure(InboundMessage message, @Nullable IdempotencyKey key,
+                ProcessingOutcome intended, RuntimeException failure, Duration elapsed) {
+              if (intended == ProcessingOutcome.DEAD_LETTERED) {
+                deadLetterAttempts.incrementAndGet();
+              }
+            }
+
+            @Override
             public void onDeadLetter(InboundMessage message, DeadLetterReason reason) {
-              deadLetterAttempts.incrementAndGet();
+              deadLettered.incrementAndGet(); // only once a copy is stored: never here
             }
           })
           .build();
@@ -112,6 +124,7 @@ class RabbitDeadLetterIT {
         await("repeated dead-letter attempts").atMost(Duration.ofSeconds(30))
             .until(() -> deadLetterAttempts.get() >= 2);
         assertThat(consumer.isRunning()).isTrue();
+        assertThat(deadLettered).as("no copy stored, no onDeadLetter").hasValue(0);
       }
       await("original back in the queue").atMost(Duration.ofSeconds(30)).until(() -> queue.ready() == 1);
       assertThat(db.effects("doomed-1")).isZero();

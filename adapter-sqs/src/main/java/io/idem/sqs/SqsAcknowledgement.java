@@ -4,6 +4,7 @@ import io.idem.DeadLetterReason;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -23,6 +24,12 @@ import org.jspecify.annotations.Nullable;
  *       process. It is not received again, so its {@code ApproximateReceiveCount} does not grow
  *       toward a {@code RedrivePolicy}'s {@code maxReceiveCount} however long the store is down
  *       (up to SQS's 12-hour cap on a message's visibility; then it reappears);
+ *   <li>{@link #release()} (the consumer is closing and interrupted the handler) —
+ *       {@code ChangeMessageVisibility} to 0 at once, so that the message is received again
+ *       (by another consumer, or this queue's next one) without waiting for its visibility to run
+ *       out. SQS counts every receive in {@code ApproximateReceiveCount}, so that next receive is
+ *       one more, as it would be after a crash; nothing else is counted and nothing is
+ *       dead-lettered;
  *   <li>{@link #deadLetter(DeadLetterReason)} — with a dead-letter queue configured:
  *       {@code SendMessage} of a copy (original body and attributes plus the reason, trimmed to
  *       SQS limits), then the delete; otherwise visibility 0 so that the queue's
@@ -71,6 +78,16 @@ final class SqsAcknowledgement implements Acknowledgement {
     heldForStore = delay;
   }
 
+  /**
+   * Hands the message back (visibility 0) and stops the heartbeat on it; a failure to do so is
+   * logged, and the message then reappears when its visibility runs out.
+   */
+  @Override
+  public void release() {
+    keeper.handBack(List.of(delivery));
+    settled = ProcessingOutcome.RELEASED;
+  }
+
   /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
   @Nullable Duration heldForStore() {
     return heldForStore;
@@ -85,7 +102,8 @@ final class SqsAcknowledgement implements Acknowledgement {
 
   /**
    * What SQS was told, once a settling method returned: {@code PROCESSED} (delete sent or
-   * queued), {@code RETRY} (visibility set to the backoff) or {@code DEAD_LETTERED} (copied and
+   * queued), {@code RETRY} (visibility set to the backoff), {@code RELEASED} (handed back at
+   * shutdown) or {@code DEAD_LETTERED} (copied and
    * delete sent or queued, or handed back for the {@code RedrivePolicy}); {@code null} before, or
    * when it threw. {@link #retryWhenStoreAvailable(Duration)} does not settle.
    */

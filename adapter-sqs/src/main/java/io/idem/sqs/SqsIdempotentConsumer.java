@@ -121,6 +121,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   private static final int GIVEN_UP_MEMORY = 10_000;
   /** How often a message held through a store outage checks for close and its visibility. */
   private static final Duration STORE_WAIT_SLICE = Duration.ofMillis(50);
+  /** How long {@link #close()} waits for the handlers it interrupted past the shutdown timeout. */
+  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
   private final SqsConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
@@ -130,6 +132,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   private final DeleteBatcher deletes;
   private final long marginNanos;
   private final Object lifecycle = new Object();
+  /** The worker pool's threads, for close() to interrupt handlers still running past its timeout. */
+  private final Set<Thread> workerThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final AtomicLong skipped = new AtomicLong();
   /** Redrive mode: ids of messages the pipeline gave up on, handed back without processing. */
   private final Set<String> givenUp = Collections.newSetFromMap(Collections.synchronizedMap(
@@ -267,6 +271,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     workers = Executors.newFixedThreadPool(config.concurrency(), r -> {
       Thread t = new Thread(r, "idem-sqs-worker-" + queue + "-" + workerNumber.incrementAndGet());
       t.setDaemon(false);
+      workerThreads.add(t);
       return t;
     });
     timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -515,6 +520,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     }
     switch (outcome) {
       case RETRY:
+      case RELEASED: // handed back at shutdown: nothing more of this lane
         return false;
       case DEAD_LETTERED:
       case CONFLICT:
@@ -638,8 +644,11 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
    * Stops gracefully within {@link SqsConsumerConfig#shutdownTimeout()}: no new receives (one in
    * progress may run for up to {@code waitTime}), in-flight messages finish and are settled,
    * received messages that had not started are handed back (visibility 0), pending deletes are
-   * flushed, and a client this consumer built is closed. Past the timeout, threads are
-   * interrupted and messages still held are handed back unacknowledged. Idempotent.
+   * flushed, and a client this consumer built is closed. Past the timeout, the running handlers
+   * are interrupted: a handler that stops on it is not a failure ({@code RELEASED}): its message
+   * is handed back (visibility 0) without a retry backoff or a dead letter, and close() waits a
+   * few more seconds for that; messages still held then are handed back unacknowledged.
+   * Idempotent.
    */
   @Override
   public void close() {
@@ -655,8 +664,16 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     if (thread != null) {
       join(thread, deadline);
       if (thread.isAlive()) {
-        LOG.warn("SQS consumer on {} did not stop within {}; interrupting it", config.queueName(),
-            config.shutdownTimeout());
+        // past the timeout the poller waits for its batch: interrupt the running handlers only.
+        // Lanes not started yet still run and hand their messages back (stopping), so that wait
+        // ends; an interrupted handler's message is released (visibility 0), not a failure
+        LOG.warn("SQS consumer on {} did not stop within {}; interrupting its running handlers",
+            config.queueName(), config.shutdownTimeout());
+        workerThreads.forEach(Thread::interrupt);
+        join(thread, System.nanoTime() + AFTER_INTERRUPT.toNanos());
+      }
+      if (thread.isAlive()) {
+        LOG.warn("SQS consumer on {}: its poller is still busy; interrupting it", config.queueName());
         thread.interrupt();
         join(thread, System.nanoTime() + Duration.ofSeconds(2).toNanos());
       }

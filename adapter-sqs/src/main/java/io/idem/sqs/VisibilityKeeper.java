@@ -123,6 +123,19 @@ final class VisibilityKeeper {
    * reappear when their visibility runs out.
    */
   void handBack(List<Delivery> deliveries) {
+    // at shutdown the calling thread may be interrupted, and the SDK refuses to send from an
+    // interrupted thread: the flag is cleared for the call and set again afterwards
+    boolean interrupted = Thread.interrupted();
+    try {
+      handBackUninterrupted(deliveries);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private void handBackUninterrupted(List<Delivery> deliveries) {
     List<Delivery> batch = new ArrayList<>();
     for (Delivery delivery : deliveries) {
       forget(delivery);
