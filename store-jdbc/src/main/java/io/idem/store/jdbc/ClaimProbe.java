@@ -55,7 +55,7 @@ final class ClaimProbe {
    * @throws StoreUnavailableException when the database failed in a way worth retrying
    */
   static void run(
-      SqlSession session, MyBatisProcessedEventStore store, String namespace, TableName table) {
+      SqlSession session, ClaimStatement claims, String namespace, TableName table) {
     String key =
         fill("idem-start-up-probe-" + UUID.randomUUID() + "-", WIDE, IdempotencyKey.MAX_LENGTH);
     byte[] fingerprint = sha256(key);
@@ -64,8 +64,8 @@ final class ClaimProbe {
     RuntimeException failure = null;
     try {
       session.rollback(true);
-      first = store.claim(session, GROUP, key, KEY_SOURCE, fingerprint);
-      again = store.claim(session, GROUP, key, KEY_SOURCE, fingerprint);
+      first = claims.claim(session, GROUP, key, KEY_SOURCE, fingerprint);
+      again = claims.claim(session, GROUP, key, KEY_SOURCE, fingerprint);
     } catch (RuntimeException e) {
       failure = refused(table, e);
     }

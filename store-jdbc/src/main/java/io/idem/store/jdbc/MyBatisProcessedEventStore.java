@@ -6,28 +6,17 @@ import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Arrays;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.ibatis.builder.xml.XMLMapperBuilder;
-import org.apache.ibatis.session.Configuration;
+import java.util.function.Supplier;
 import org.apache.ibatis.session.ExecutorType;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -41,49 +30,42 @@ import org.slf4j.LoggerFactory;
  * {@link #inTransaction(TransactionWork)} opens one {@link SqlSession} of the application's
  * {@link SqlSessionFactory} (auto-commit off), hands it to the work — the pipeline's claim and the
  * {@link io.idem.MessageHandler}, whose mapper calls therefore join the same transaction — and
- * commits or rolls back.
+ * commits or rolls back. The reference (factory, schema, start-up checks, the handler's session,
+ * retention) is docs/STORE.md; the design behind it, docs/DESIGN.md ("Store rules").
  *
  * <h2>Round trips</h2>
  *
  * A new message costs: the claim (one statement, which also sets the claim's lock timeout), the
  * handler's own statements, and one round trip that checks the claiming transaction is still the
  * one running and COMMITs. A duplicate costs the claim and the COMMIT. No isolation statement is
- * sent per transaction unless {@link Builder#isolation} asks for one, and the check after the
- * handler reads pgjdbc's own transaction state instead of querying.
+ * sent per transaction unless {@link Builder#isolation} asks for one.
  *
  * <h2>The claim</h2>
  *
- * {@code INSERT … ON CONFLICT DO NOTHING RETURNING txid_current()} in a CTE that otherwise reads
- * the stored fingerprint: "new" is decided from the row the INSERT really returned. A unique
- * violation is never caught inside the transaction (PostgreSQL would abort it). At READ COMMITTED
- * (PostgreSQL's default) a claim racing an open transaction on the same key waits for it; when
- * that transaction commits, the CTE's read still uses the snapshot taken before the wait and
- * finds nothing, so the store reads the fingerprint once more in a new statement (only then), and
- * a racing conflict is never called a duplicate. Under REPEATABLE READ or SERIALIZABLE the race
- * surfaces as SQLSTATE 40001 instead, reported as {@link TransactionRetryException}. The wait is
- * bounded by {@link Builder#claimLockTimeout} (SQLSTATE 55P03 on the claim, also a {@link
- * TransactionRetryException}).
+ * One statement, {@code INSERT … ON CONFLICT DO NOTHING}, that returns either the claiming
+ * transaction or the stored fingerprint; a racing conflict is never called a duplicate. A claim
+ * racing an open transaction on the same key waits for it at most {@link
+ * Builder#claimLockTimeout} (SQLSTATE 55P03 on the claim); that, and SQLSTATE 40001 under
+ * REPEATABLE READ or SERIALIZABLE, are a {@link TransactionRetryException}.
  *
  * <h2>Who failed</h2>
  *
- * {@link #inTransaction} classifies each failure once (docs/FAILURES.md), from the store's own
- * connection, never from a cause chain holding a socket exception:
+ * {@link #inTransaction} classifies each failure once, from the store's own connection, never from
+ * a cause chain holding a socket exception (the rules, with examples of each row, and where each
+ * is tested: docs/FAILURES.md):
  *
  * <table>
  *   <caption>Failure classification</caption>
  *   <tr><th>what happened</th><th>thrown</th></tr>
  *   <tr><td>no session or connection could be opened (refused, pool timed out)</td>
  *       <td>{@link StoreUnavailableException}</td></tr>
- *   <tr><td>SQLSTATE 40001 or 40P01 from the claim, the handler's statements or the COMMIT</td>
- *       <td>{@link TransactionRetryException}</td></tr>
- *   <tr><td>the claim waited longer than {@link Builder#claimLockTimeout} (55P03 on the claim)</td>
+ *   <tr><td>SQLSTATE 40001 or 40P01 from the claim, the handler's statements or the COMMIT; the
+ *       claim waited longer than {@link Builder#claimLockTimeout} (55P03 on the claim)</td>
  *       <td>{@link TransactionRetryException}</td></tr>
  *   <tr><td>anything else, while the transaction's connection is still valid
  *       ({@link Connection#isValid}), or after it broke but a fresh connection works (the server
- *       ended the handler's session: idle_in_transaction_session_timeout, an administrator's
- *       terminate)</td><td>the work's own exception, unchanged: a handler failure (classes 22,
- *       23, 42, 2B, a trigger's RAISE, a deferred constraint at COMMIT, 57014 statement timeout,
- *       55P03 on the handler's statement, the handler's own HTTP call refused)</td></tr>
+ *       ended the handler's session)</td><td>the work's own exception, unchanged: a handler
+ *       failure</td></tr>
  *   <tr><td>the transaction's connection broke and a fresh one fails too</td>
  *       <td>{@link StoreUnavailableException}</td></tr>
  *   <tr><td>the handler ended the transaction (swallowed SQL error, SQL-text COMMIT, END,
@@ -97,18 +79,11 @@ import org.slf4j.LoggerFactory;
  * without an {@code Environment} or whose {@code Environment} uses MyBatis' {@code
  * ManagedTransactionFactory} (its commit and rollback do nothing) — build it with MyBatis' {@code
  * JdbcTransactionFactory}. Then, unless {@link Builder#verifyTable(boolean) verifyTable(false)}, it
- * checks in a session opened the way every transaction is: that the connection is not in
- * auto-commit mode (where the claim would commit on its own, before the handler ran, and a failed
- * message would come back as a duplicate) and that commit really ends the transaction; the table's
- * shape (every column of {@link #MIGRATION_RESOURCE} and a primary key or unique constraint on
- * exactly {@code (consumer_group, idempotency_key)}); and that the table takes a claim — the
- * store's own claim of the longest consumer group and key, then the same claim again, which must
- * be a duplicate, all rolled back — so that a column too short or of another type, a NOT NULL
- * column without a default, a missing privilege or a failing trigger is refused at start-up instead
- * of failing every message as an "outage". It logs the sessions' isolation level once (INFO).
- * Every transaction checks auto-commit again before the claim (no round trip: pgjdbc keeps the
- * flag) and, if it is on, fails the message without claiming: a {@link StoreUnavailableException}
- * (rolled back, retried with backoff, never acked) logged at ERROR.
+ * checks the sessions, the table's shape and a probe claim against the database ({@link
+ * Builder#verifyTable(boolean)}; what each check refuses: docs/STORE.md), and logs the sessions'
+ * isolation level once (INFO). Every transaction checks auto-commit again before the claim (no
+ * round trip) and, if it is on, fails the message without claiming: a {@link
+ * StoreUnavailableException} (rolled back, retried with backoff, never acked) logged at ERROR.
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
@@ -129,30 +104,17 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    */
   public static final Duration DEFAULT_CLAIM_LOCK_TIMEOUT = Duration.ofSeconds(2);
 
-  /** Seconds {@link Connection#isValid(int)} may take when a failure is classified. */
-  static final int VALIDATION_TIMEOUT_SECONDS = 5;
-
-  private static final String MAPPER_TEMPLATE = "io/idem/store/jdbc/ProcessedEventMapper.xml";
-
-  /** SQLSTATEs after which PostgreSQL documents "retry the whole transaction". */
-  private static final Set<String> RETRY_TRANSACTION = Set.of("40001", "40P01");
-
-  /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
-  private static final String LOCK_NOT_AVAILABLE = "55P03";
-
-  /** SQLSTATE of the division by zero that the commit check raises on purpose. */
-  private static final String DIVISION_BY_ZERO = "22012";
-
   private final SqlSessionFactory sessions;
   private final TableName table;
   private final ExecutorType executorType;
   private final @Nullable TransactionIsolationLevel isolation;
   private final String lockTimeout;
   private final String namespace;
-  private final String claimStatement;
-  private final String fingerprintStatement;
   private final String existsStatement;
   private final String purgeStatement;
+  private final ClaimStatement claims;
+  private final CheckedCommit commit;
+  private final FailureClassifier failures;
   private final AtomicLong autoCommitRefusals = new AtomicLong();
   private final AtomicBoolean otherDriverLogged = new AtomicBoolean();
 
@@ -164,11 +126,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.lockTimeout = b.claimLockTimeout.isZero()
         ? "0"
         : Math.max(1, b.claimLockTimeout.toMillis()) + "ms";
-    this.namespace = registerMapper(sessions.getConfiguration(), table);
-    this.claimStatement = namespace + ".claim";
-    this.fingerprintStatement = namespace + ".fingerprint";
+    this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table);
     this.existsStatement = namespace + ".exists";
     this.purgeStatement = namespace + ".purge";
+    this.claims = new ClaimStatement(namespace, lockTimeout);
+    Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
+    this.commit = new CheckedCommit(freshSession, table);
+    this.failures = new FailureClassifier(freshSession, commit);
   }
 
   /** Starts building a store on the application's session factory. */
@@ -218,12 +182,12 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       try {
         result = work.run(GuardedSession.wrap(session, transaction));
       } catch (Throwable failure) {
-        throw failed(session, transaction, failure);
+        throw failures.failed(session, transaction, failure);
       }
       try {
-        commit(session, transaction);
+        commit.commit(session, transaction);
       } catch (Throwable failure) {
-        throw failed(session, transaction, failure);
+        throw failures.failed(session, transaction, failure);
       }
       return result;
     } finally {
@@ -233,190 +197,6 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
         LOG.debug("closing the session failed; the pool discards the connection", e);
       }
     }
-  }
-
-  /**
-   * Commits. When the transaction claimed a key on pgjdbc, the COMMIT travels in the same round
-   * trip as a check that the transaction committing is the one that claimed:
-   * {@code txid_current_if_assigned()} is the claim's id unless the handler ended the transaction
-   * by SQL text (after which pgjdbc silently began a new one). A mismatch divides by zero at run
-   * time (the divisor depends on the function's result, so the planner cannot fold it), the
-   * server skips the COMMIT (an error discards the rest of the round trip up to its Sync), and
-   * the statement fails with 22012. pgjdbc then sees the transaction idle and
-   * {@code session.commit(true)} sends nothing.
-   */
-  private void commit(SqlSession session, OpenTransaction transaction) throws SQLException {
-    session.flushStatements();
-    long txid = transaction.claimTxid();
-    Connection connection = session.getConnection();
-    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null) {
-      try (Statement check = connection.createStatement()) {
-        check.execute("SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = " + txid
-            + ")::int, 0); COMMIT");
-      } catch (SQLException e) {
-        if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
-          throw new HandlerEndedTransaction(e);
-        }
-        throw e;
-      }
-    }
-    // force: the handler may have written through session.getConnection(), which MyBatis does
-    // not see as dirty; without force the commit would be skipped. After the check above pgjdbc
-    // is idle and sends nothing.
-    session.commit(true);
-  }
-
-  /** The commit check found another transaction than the one that claimed. */
-  private static final class HandlerEndedTransaction extends IllegalStateException {
-    private static final long serialVersionUID = 1L;
-
-    HandlerEndedTransaction(@Nullable Throwable cause) {
-      super("the handler ended Idem's transaction (a SQL-text COMMIT, END or ROLLBACK): the"
-          + " transaction committing is not the one that claimed the key; rolled back, nothing"
-          + " applied, a marker committed early removed", cause);
-    }
-  }
-
-  /**
-   * Rolls back, removes a marker committed early, and decides what {@code failure} means: the
-   * exception {@link #inTransaction} throws.
-   */
-  private Exception failed(SqlSession session, OpenTransaction transaction, Throwable failure) {
-    rollback(session, failure);
-    Throwable classified = classify(session, failure);
-    if (!transaction.claims().isEmpty()) {
-      removeEarlyMarkers(session, transaction, classified);
-    }
-    if (classified instanceof Error error) {
-      throw error;
-    }
-    return (Exception) classified;
-  }
-
-  private Throwable classify(SqlSession session, Throwable failure) {
-    if (failure instanceof StoreUnavailableException || failure instanceof TransactionRetryException) {
-      return failure; // the claim's or the pipeline's own verdict
-    }
-    if (Thread.currentThread().isInterrupted()) {
-      return failure; // shutting down: the pipeline releases the message
-    }
-    String retry = sqlStateIn(failure, RETRY_TRANSACTION);
-    if (retry != null) {
-      return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
-          + " (SQLSTATE " + retry + "): " + TransientFailures.rootMessage(failure), failure);
-    }
-    if (isValid(session)) {
-      return failure; // the database answers on this very connection: the work failed
-    }
-    // The connection broke under the work: the server ended this session (its timeouts, an
-    // administrator) or the database is unreachable. A fresh connection tells which.
-    Throwable fresh = freshConnectionFailure();
-    if (fresh == null) {
-      return failure;
-    }
-    StoreUnavailableException outage = new StoreUnavailableException("the transaction's connection"
-        + " broke and a fresh one fails too (" + TransientFailures.rootMessage(fresh) + "); rolled"
-        + " back (a COMMIT that failed this way may or may not have committed: a redelivery finds"
-        + " out): " + TransientFailures.rootMessage(failure), failure);
-    outage.addSuppressed(fresh);
-    return outage;
-  }
-
-  /** Whether the transaction's own connection still answers ({@link Connection#isValid}). */
-  private static boolean isValid(SqlSession session) {
-    try {
-      return session.getConnection().isValid(VALIDATION_TIMEOUT_SECONDS);
-    } catch (SQLException | RuntimeException e) {
-      return false;
-    }
-  }
-
-  /** Why a fresh session of the factory cannot reach the database, or {@code null} if it can. */
-  private @Nullable Throwable freshConnectionFailure() {
-    try (SqlSession fresh = sessions.openSession(executorType, false)) {
-      return fresh.getConnection().isValid(VALIDATION_TIMEOUT_SECONDS)
-          ? null
-          : new SQLException("a fresh connection is not valid");
-    } catch (SQLException | RuntimeException e) {
-      return e;
-    }
-  }
-
-  /**
-   * Removes the markers this transaction claimed if the handler committed them early (a SQL-text
-   * COMMIT or END, then a failure): one statement, in a short transaction of its own, that
-   * deletes only a row whose {@code xmin} is the claiming transaction (PostgreSQL's 32-bit xid,
-   * the low half of {@code txid_current()}), so a marker another transaction committed since is
-   * never touched. Runs on the transaction's connection when it is valid, else on a fresh one.
-   * Failing here is logged and recorded on {@code failure}; it does not change the verdict.
-   */
-  private void removeEarlyMarkers(SqlSession session, OpenTransaction transaction, Throwable failure) {
-    long xid = transaction.claimTxid() % 4_294_967_296L;
-    String sql = "DELETE FROM " + table.qualified() + " WHERE consumer_group = ? AND"
-        + " idempotency_key = ? AND xmin::text::bigint = " + xid + "; COMMIT";
-    SqlSession fresh = null;
-    try {
-      Connection connection;
-      if (isOpen(session)) {
-        connection = session.getConnection();
-      } else {
-        fresh = sessions.openSession(executorType, false);
-        connection = fresh.getConnection();
-      }
-      int removed = 0;
-      for (OpenTransaction.Claimed claimed : transaction.claims()) {
-        try (PreparedStatement delete = connection.prepareStatement(sql)) {
-          delete.setString(1, claimed.consumerGroup());
-          delete.setString(2, claimed.key());
-          delete.execute();
-          removed += Math.max(0, delete.getUpdateCount());
-        }
-      }
-      if (removed > 0) {
-        LOG.warn("removed {} processed-events marker(s) that the handler committed early (a SQL-text"
-            + " COMMIT or END) before failing: {}", removed, failure.toString().lines().findFirst().orElse(""));
-      }
-    } catch (SQLException | RuntimeException e) {
-      LOG.error("could not check for a processed-events marker committed early by the handler of"
-          + " key '{}'; if the handler COMMITted by SQL text before failing, a redelivery is taken"
-          + " for a duplicate: {}", transaction.claims().get(0).key(),
-          TransientFailures.rootMessage(e));
-      failure.addSuppressed(e);
-    } finally {
-      if (fresh != null) {
-        try {
-          fresh.close();
-        } catch (RuntimeException e) {
-          LOG.debug("closing the session failed; the pool discards the connection", e);
-        }
-      }
-    }
-  }
-
-  private static boolean isOpen(SqlSession session) {
-    try {
-      return !session.getConnection().isClosed();
-    } catch (SQLException | RuntimeException e) {
-      return false;
-    }
-  }
-
-  /** The first SQLSTATE in {@code states} on an SQLException in the cause chain, or {@code null}. */
-  private static @Nullable String sqlStateIn(Throwable failure, Set<String> states) {
-    Map<Throwable, Boolean> seen = new IdentityHashMap<>();
-    for (Throwable t = failure; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
-      if (t instanceof SQLException sql) {
-        for (SQLException e = sql; e != null; e = e.getNextException()) {
-          if (states.contains(e.getSQLState())) {
-            return e.getSQLState();
-          }
-          if (e.getNextException() == e) {
-            break;
-          }
-        }
-      }
-    }
-    return null;
   }
 
   /** A session the way every transaction of the store opens it (and {@link Builder#build()} checks it). */
@@ -451,14 +231,6 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
   }
 
-  private static void rollback(SqlSession session, Throwable cause) {
-    try {
-      session.rollback(true);
-    } catch (RuntimeException e) {
-      cause.addSuppressed(e);
-    }
-  }
-
   /**
    * Claims {@code key} with one statement (one round trip) — see the class documentation: the
    * statement sets the transaction-local {@code lock_timeout} to {@link Builder#claimLockTimeout},
@@ -487,61 +259,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       throw new IllegalArgumentException(
           "payloadFingerprint must be a 32-byte SHA-256, but had " + payloadFingerprint.length + " bytes");
     }
-    return claim(transaction, key.consumerGroup(), key.value(), key.source().name(), payloadFingerprint);
-  }
-
-  /**
-   * The claim itself, on values {@link IdempotencyKey} has validated — or on the values no real key
-   * can have that {@link ClaimProbe} claims at build.
-   */
-  ClaimResult claim(
-      SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
-    Map<String, Object> params = new HashMap<>();
-    params.put("consumerGroup", consumerGroup);
-    params.put("key", key);
-    params.put("keySource", keySource);
-    params.put("fingerprint", fingerprint);
-    params.put("lockTimeout", lockTimeout);
-    List<Map<String, Object>> rows;
-    try {
-      rows = transaction.selectList(claimStatement, params);
-    } catch (RuntimeException e) {
-      String state = TransientFailures.sqlState(e);
-      if (LOCK_NOT_AVAILABLE.equals(state)) {
-        throw new TransactionRetryException("the claim of key '" + key + "' waited longer than the"
-            + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
-            + " key: " + TransientFailures.rootMessage(e), e);
-      }
-      if (state != null && RETRY_TRANSACTION.contains(state)) {
-        throw new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
-            + " (SQLSTATE " + state + ") during the claim of key '" + key + "': "
-            + TransientFailures.rootMessage(e), e);
-      }
-      throw e;
-    }
-    if (!rows.isEmpty()) {
-      Map<String, Object> row = rows.get(0);
-      if (Boolean.TRUE.equals(row.get("inserted"))) {
-        OpenTransaction open = GuardedSession.transactionOf(transaction);
-        if (open != null) {
-          open.claimed(((Number) row.get("txid")).longValue(), consumerGroup, key);
-        }
-        return ClaimResult.CLAIMED;
-      }
-      return compare((byte[]) row.get("stored"), fingerprint);
-    }
-    // The claim waited for a racing transaction that committed the key (its snapshot predates
-    // the wait), or the row was purged in between: read again with a new snapshot.
-    return compare(transaction.selectOne(fingerprintStatement, params), fingerprint);
-  }
-
-  private static ClaimResult compare(byte @Nullable [] stored, byte[] fingerprint) {
-    if (stored == null) {
-      // Purged meanwhile; the conflicting row is gone, so there is nothing to compare with.
-      // Report a duplicate rather than apply twice within the retention window.
-      return ClaimResult.DUPLICATE;
-    }
-    return Arrays.equals(stored, fingerprint) ? ClaimResult.DUPLICATE : ClaimResult.CONFLICT;
+    return claims.claim(
+        transaction, key.consumerGroup(), key.value(), key.source().name(), payloadFingerprint);
   }
 
   /**
@@ -613,7 +332,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     try {
       StartupChecks.run(session, namespace, table);
       StartupChecks.logIsolation(session, namespace, isolation);
-      ClaimProbe.run(session, this, namespace, table);
+      ClaimProbe.run(session, claims, namespace, table);
     } finally {
       try {
         session.rollback(true);
@@ -662,35 +381,6 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return "MyBatisProcessedEventStore[table=" + table.qualified() + ", executor=" + executorType
         + ", isolation=" + (isolation == null ? "the connection's" : isolation)
         + ", claimLockTimeout=" + lockTimeout + "]";
-  }
-
-  // One namespace per table, registered once per Configuration.
-  private static String registerMapper(Configuration configuration, TableName table) {
-    String namespace = "io.idem.store.jdbc.ProcessedEvents." + table.qualified();
-    synchronized (configuration) {
-      if (configuration.hasStatement(namespace + ".claim", false)) {
-        return namespace;
-      }
-      String xml = readResource(MAPPER_TEMPLATE)
-          .replace("__NAMESPACE__", namespace)
-          .replace("__TABLE__", table.qualified());
-      InputStream in = new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8));
-      new XMLMapperBuilder(in, configuration, MAPPER_TEMPLATE + "#" + table.qualified(),
-              configuration.getSqlFragments())
-          .parse();
-    }
-    return namespace;
-  }
-
-  static String readResource(String name) {
-    try (InputStream in = MyBatisProcessedEventStore.class.getClassLoader().getResourceAsStream(name)) {
-      if (in == null) {
-        throw new IllegalStateException("resource " + name + " is missing from idem-store-jdbc");
-      }
-      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      throw new IllegalStateException("could not read " + name, e);
-    }
   }
 
   /** Builder of {@link MyBatisProcessedEventStore}; {@link #build()} validates. Not thread-safe. */

@@ -59,7 +59,7 @@ public final class ProcessedEventsSchema {
    * which PostgreSQL rejects.
    */
   static String script(TableName table) {
-    String sql = MyBatisProcessedEventStore.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE);
+    String sql = ProcessedEventsMapper.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE);
     sql = Pattern.compile("\\b" + MyBatisProcessedEventStore.DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
         .replaceAll(Matcher.quoteReplacement(table.qualified()));
     return sql.replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx");

@@ -6,6 +6,7 @@ import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -16,9 +17,12 @@ import org.jspecify.annotations.Nullable;
  * failure), insufficient resources (53), operator intervention such as an admin shutdown
  * (57P01–57P05), serialization failure (40001), deadlock (40P01) and lock-not-available (55P03),
  * plus the JDBC transient/recoverable exception types. A message's transaction is classified by
- * {@link MyBatisProcessedEventStore#inTransaction} from its connection instead, never here.
+ * {@link FailureClassifier} from its connection instead, never here.
  */
 final class TransientFailures {
+  /** SQLSTATEs after which PostgreSQL documents "retry the whole transaction". */
+  static final Set<String> RETRY_TRANSACTION = Set.of("40001", "40P01");
+
   private TransientFailures() {}
 
   static boolean isTransient(Throwable failure) {

@@ -1,0 +1,139 @@
+package io.idem.store.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.function.Supplier;
+import org.apache.ibatis.session.SqlSession;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The COMMIT of a message's transaction, checked against the transaction that claimed (the id
+ * {@link OpenTransaction} recorded from the claim statement), and the clean-up when a handler
+ * committed a marker early by SQL text and then failed (docs/FAILURES.md: "the handler cannot
+ * commit a marker without its effect").
+ *
+ * <p>Stateless apart from the table; thread-safe. Logs under the store's name.
+ */
+final class CheckedCommit {
+  private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
+
+  /** SQLSTATE of the division by zero that the commit check raises on purpose. */
+  private static final String DIVISION_BY_ZERO = "22012";
+
+  private final Supplier<SqlSession> freshSession;
+  private final TableName table;
+
+  /**
+   * @param freshSession opens a new session of the store's factory, outside any transaction
+   * @param table the processed-events table
+   */
+  CheckedCommit(Supplier<SqlSession> freshSession, TableName table) {
+    this.freshSession = freshSession;
+    this.table = table;
+  }
+
+  /**
+   * Commits. When the transaction claimed a key on pgjdbc, the COMMIT travels in the same round
+   * trip as a check that the transaction committing is the one that claimed:
+   * {@code txid_current_if_assigned()} is the claim's id unless the handler ended the transaction
+   * by SQL text (after which pgjdbc silently began a new one). A mismatch divides by zero at run
+   * time (the divisor depends on the function's result, so the planner cannot fold it), the
+   * server skips the COMMIT (an error discards the rest of the round trip up to its Sync), and
+   * the statement fails with 22012. pgjdbc then sees the transaction idle and
+   * {@code session.commit(true)} sends nothing.
+   */
+  void commit(SqlSession session, OpenTransaction transaction) throws SQLException {
+    session.flushStatements();
+    long txid = transaction.claimTxid();
+    Connection connection = session.getConnection();
+    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null) {
+      try (Statement check = connection.createStatement()) {
+        check.execute("SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = " + txid
+            + ")::int, 0); COMMIT");
+      } catch (SQLException e) {
+        if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
+          throw new HandlerEndedTransaction(e);
+        }
+        throw e;
+      }
+    }
+    // force: the handler may have written through session.getConnection(), which MyBatis does
+    // not see as dirty; without force the commit would be skipped. After the check above pgjdbc
+    // is idle and sends nothing.
+    session.commit(true);
+  }
+
+  /** The commit check found another transaction than the one that claimed. */
+  private static final class HandlerEndedTransaction extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    HandlerEndedTransaction(@Nullable Throwable cause) {
+      super("the handler ended Idem's transaction (a SQL-text COMMIT, END or ROLLBACK): the"
+          + " transaction committing is not the one that claimed the key; rolled back, nothing"
+          + " applied, a marker committed early removed", cause);
+    }
+  }
+
+  /**
+   * Removes the markers this transaction claimed if the handler committed them early (a SQL-text
+   * COMMIT or END, then a failure): one statement, in a short transaction of its own, that
+   * deletes only a row whose {@code xmin} is the claiming transaction (PostgreSQL's 32-bit xid,
+   * the low half of {@code txid_current()}), so a marker another transaction committed since is
+   * never touched. Runs on the transaction's connection when it is valid, else on a fresh one.
+   * Failing here is logged and recorded on {@code failure}; it does not change the verdict.
+   */
+  void removeEarlyMarkers(SqlSession session, OpenTransaction transaction, Throwable failure) {
+    long xid = transaction.claimTxid() % 4_294_967_296L;
+    String sql = "DELETE FROM " + table.qualified() + " WHERE consumer_group = ? AND"
+        + " idempotency_key = ? AND xmin::text::bigint = " + xid + "; COMMIT";
+    SqlSession fresh = null;
+    try {
+      Connection connection;
+      if (isOpen(session)) {
+        connection = session.getConnection();
+      } else {
+        fresh = freshSession.get();
+        connection = fresh.getConnection();
+      }
+      int removed = 0;
+      for (OpenTransaction.Claimed claimed : transaction.claims()) {
+        try (PreparedStatement delete = connection.prepareStatement(sql)) {
+          delete.setString(1, claimed.consumerGroup());
+          delete.setString(2, claimed.key());
+          delete.execute();
+          removed += Math.max(0, delete.getUpdateCount());
+        }
+      }
+      if (removed > 0) {
+        LOG.warn("removed {} processed-events marker(s) that the handler committed early (a SQL-text"
+            + " COMMIT or END) before failing: {}", removed, failure.toString().lines().findFirst().orElse(""));
+      }
+    } catch (SQLException | RuntimeException e) {
+      LOG.error("could not check for a processed-events marker committed early by the handler of"
+          + " key '{}'; if the handler COMMITted by SQL text before failing, a redelivery is taken"
+          + " for a duplicate: {}", transaction.claims().get(0).key(),
+          TransientFailures.rootMessage(e));
+      failure.addSuppressed(e);
+    } finally {
+      if (fresh != null) {
+        try {
+          fresh.close();
+        } catch (RuntimeException e) {
+          LOG.debug("closing the session failed; the pool discards the connection", e);
+        }
+      }
+    }
+  }
+
+  private static boolean isOpen(SqlSession session) {
+    try {
+      return !session.getConnection().isClosed();
+    } catch (SQLException | RuntimeException e) {
+      return false;
+    }
+  }
+}
