@@ -201,7 +201,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Acknowledgement acknowledgement,
       long start) {
     Duration delay = retryPolicy.backoff(outages.health().consecutiveFailures() + 1);
-    outages.failed("key '" + key.value() + "' of " + message.source() + " rolled back, retry in "
+    outages.failed("key '" + key.value() + "' of " + message.source() + " not processed, retry in "
         + delay.toMillis() + " ms", oneLine(e));
     listener.onRetry(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, e, delay);
     tell(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, start,
@@ -287,7 +287,13 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
             key.value(),
             attempt,
             failure.getClass().getName());
-    LOG.error("dead-lettering key '{}' of {}: {}", key.value(), message.source(), reason, failure);
+    // WARN, not ERROR: the message is settled (ERROR is for messages that could not be); the
+    // stack trace at DEBUG, since the same failure usually came with every attempt
+    if (LOG.isDebugEnabled()) {
+      LOG.warn("dead-lettering key '{}' of {}: {}", key.value(), message.source(), reason, failure);
+    } else {
+      LOG.warn("dead-lettering key '{}' of {}: {}", key.value(), message.source(), reason);
+    }
     return deadLetter(message, key, reason, acknowledgement, start);
   }
 

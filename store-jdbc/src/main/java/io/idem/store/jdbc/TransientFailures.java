@@ -55,12 +55,20 @@ final class TransientFailures {
 
   /** The innermost cause's message, on one line (MyBatis wraps SQL errors in multi-line text). */
   static String rootMessage(Throwable failure) {
+    // The driver's own SQLException says the most (pgjdbc: "Connection to 127.0.0.1:5433 refused.
+    // Check that the hostname and port are correct…"); the socket exception under it only
+    // "Connection refused". Take the innermost SQLException, else the innermost cause.
     Throwable root = failure;
+    Throwable sql = failure instanceof SQLException ? failure : null;
     Map<Throwable, Boolean> seen = new IdentityHashMap<>();
     while (root.getCause() != null && seen.put(root, Boolean.TRUE) == null) {
       root = root.getCause();
+      if (root instanceof SQLException) {
+        sql = root;
+      }
     }
-    String text = String.valueOf(root.getMessage());
+    Throwable chosen = sql != null && sql.getMessage() != null ? sql : root;
+    String text = String.valueOf(chosen.getMessage());
     int end = text.indexOf('\n');
     return end < 0 ? text : text.substring(0, end);
   }
