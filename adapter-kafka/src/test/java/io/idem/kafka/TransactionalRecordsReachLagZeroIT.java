@@ -79,9 +79,7 @@ class TransactionalRecordsReachLagZeroIT extends KafkaITSupport {
     assertThat(committed(0)).isEqualTo(1);
     assertThat(committedWhileFailing).allMatch(offset -> offset <= 1);
     healed.set(true);
-    System.err.println("healed at " + java.time.Instant.now());
     await("committed offset at the log end offset").atMost(TIMEOUT).until(() -> committed(0) == end);
-    System.err.println("caught up at " + java.time.Instant.now());
     assertThat(effects.count("poison-until-healed")).isEqualTo(1);
   }
 
