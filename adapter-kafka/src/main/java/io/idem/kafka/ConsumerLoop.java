@@ -5,8 +5,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -20,6 +22,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,6 +35,7 @@ import org.slf4j.LoggerFactory;
 final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
   private static final Duration POLL_FAILURE_PAUSE = Duration.ofSeconds(1);
+  private static final Duration HEARTBEAT_SAMPLE_INTERVAL = Duration.ofSeconds(1);
   /**
    * How long the loop may still spend committing and leaving the group once close() interrupted
    * it; close() waits {@link KafkaIdempotentConsumer#AFTER_INTERRUPT} for it.
@@ -56,6 +60,21 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private long lastCommitNanos = System.nanoTime();
   /** When shutdown() found the interrupt flag of close() set; 0 when it did not. */
   private long interruptedAtNanos;
+
+  // ---- health, written by the loop thread, read by health() on any thread --------------------
+  private final long startedNanos = System.nanoTime();
+  /** What stopped the loop on its own (a poll error that cannot heal, a VM error); else null. */
+  private volatile @Nullable Throwable failure;
+  /** The last poll threw; cleared by the next one that returns. */
+  private volatile boolean pollFailed;
+  private volatile long lastPollNanos;
+  private volatile @Nullable Instant lastPollAt;
+  /** Seconds since the last coordinator heartbeat was sent (-1: none yet), sampled after polls. */
+  private volatile double heartbeatAgeSeconds = -1;
+  private long heartbeatSampledNanos;
+  private volatile List<String> assigned = List.of();
+  private final Set<TopicPartition> owned = new LinkedHashSet<>();
+  private volatile int heldForRetry;
 
   ConsumerLoop(
       Consumer<byte[], byte[]> consumer,
@@ -86,13 +105,32 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         } catch (InterruptException e) {
           throw e;
         } catch (KafkaException e) {
+          Optional<String> advice = PollFailures.fatalAdvice(e, groupId);
+          if (advice.isPresent()) {
+            failure = e;
+            LOG.error("Kafka consumer of group {} stopped: poll failed with an error that polling again"
+                + " cannot heal ({}); {}. Settled offsets are committed where the brokers allow it; records"
+                + " not yet committed will be delivered again", groupId, e.toString(), advice.get(), e);
+            break;
+          }
+          pollFailed = true;
           LOG.error("poll failed for group {}; polling again in {} ms", groupId, POLL_FAILURE_PAUSE.toMillis(), e);
           Thread.sleep(POLL_FAILURE_PAUSE.toMillis());
           continue;
         }
-        if (!records.isEmpty()) {
-          handle(records);
+        polled();
+        Set<TopicPartition> unsettled = records.isEmpty() ? Set.of() : handle(records);
+        if (unsettled != null) {
+          // every record up to each partition's next fetch offset is settled, except in the
+          // partitions that stopped (seeked back to their first unsettled record): commit the
+          // consumer's position, which also covers transaction markers and aborted records
+          records.nextOffsets().forEach((partition, next) -> {
+            if (!unsettled.contains(partition)) {
+              progress.caughtUp(partition, next);
+            }
+          });
         }
+        heldForRetry = progress.pausedCount();
         if (System.nanoTime() - lastCommitNanos >= config.commitInterval().toNanos()) {
           commitSettled("batch");
         }
@@ -106,6 +144,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       LOG.warn("consumer loop of group {} interrupted; records not yet committed will be delivered again", groupId);
     } catch (Throwable e) {
       // a VirtualMachineError from processing, or a failure of the loop itself (commit, rebalance)
+      failure = e;
       LOG.error("consumer loop of group {} stopped by an unexpected error; records not yet committed"
           + " will be delivered again", groupId, e);
     } finally {
@@ -114,27 +153,106 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     }
   }
 
-  /** Runs the records through the pipeline, partition by partition, within the batch budget. */
-  private void handle(ConsumerRecords<byte[], byte[]> records) {
+  /**
+   * Runs the records through the pipeline, partition by partition, within the batch budget.
+   * Returns the partitions whose records were not all settled (each seeked back to its first
+   * unsettled record), or {@code null} when close() ended the batch early (records fetched after
+   * the in-flight one are neither settled nor seeked back).
+   */
+  private @Nullable Set<TopicPartition> handle(ConsumerRecords<byte[], byte[]> records) {
     long deadline = System.nanoTime() + batchBudgetNanos;
     boolean stop = false;
+    Set<TopicPartition> unsettled = new HashSet<>();
     for (TopicPartition partition : records.partitions()) {
       List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
       for (ConsumerRecord<byte[], byte[]> record : list) {
         if (closing || released) {
-          return; // finish only the in-flight record; the rest stays uncommitted for the next owner
+          return null; // finish only the in-flight record; the rest stays uncommitted for the next owner
         }
         if (stop || System.nanoTime() - deadline > 0) {
           // bounded work per poll: fetch the rest again after polling
           stop = true;
+          unsettled.add(partition);
           consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
           break;
         }
         if (!process(partition, record)) {
+          unsettled.add(partition);
           break; // retried or unsettled: the partition was seeked back; later records come again
         }
       }
     }
+    return (closing || released) ? null : unsettled;
+  }
+
+  /** A poll returned: the health snapshot's connection facts. */
+  private void polled() {
+    long now = System.nanoTime();
+    pollFailed = false;
+    lastPollNanos = now;
+    lastPollAt = Instant.now();
+    if (now - heartbeatSampledNanos >= HEARTBEAT_SAMPLE_INTERVAL.toNanos()) {
+      heartbeatSampledNanos = now;
+      try {
+        heartbeatAgeSeconds = consumer.metrics().entrySet().stream()
+            .filter(e -> e.getKey().name().equals("last-heartbeat-seconds-ago"))
+            .map(e -> e.getValue().metricValue())
+            .filter(Number.class::isInstance)
+            .mapToDouble(v -> ((Number) v).doubleValue())
+            .findFirst()
+            .orElse(-1);
+      } catch (RuntimeException e) {
+        heartbeatAgeSeconds = -1; // a wrapped consumer without metrics: judge by polls alone
+      }
+    }
+  }
+
+  /**
+   * Whether the consumer is connected as far as its client knows: the loop runs, the last poll
+   * returned without an error within {@code max.poll.interval.ms} (beyond it the client leaves the
+   * group), and the last coordinator heartbeat was sent within {@code session.timeout.ms} (beyond
+   * it the group coordinator has dropped the member; a consumer that never sent one gets that long
+   * from its start to join). Thread-safe.
+   */
+  boolean connected() {
+    if (exited || pollFailed || lastPollNanos == 0) {
+      return false;
+    }
+    long now = System.nanoTime();
+    if (now - lastPollNanos > config.maxPollInterval().toNanos()) {
+      return false;
+    }
+    double session = config.sessionTimeout().toMillis() / 1000.0;
+    double heartbeat = heartbeatAgeSeconds;
+    if (heartbeat < 0 || heartbeat * 1e9 >= now - startedNanos) {
+      return now - startedNanos <= config.sessionTimeout().toNanos(); // no heartbeat yet
+    }
+    return heartbeat <= session;
+  }
+
+  /** The assigned partitions as {@code topic-partition}; thread-safe. */
+  List<String> assignedPartitions() {
+    return assigned;
+  }
+
+  /** When the last poll returned without an error, or null; thread-safe. */
+  @Nullable Instant lastPollAt() {
+    return lastPollAt;
+  }
+
+  /** Records held back for a retry backoff: one per partition paused for it; thread-safe. */
+  int heldForRetry() {
+    return exited ? 0 : heldForRetry;
+  }
+
+  /** What stopped the loop on its own, or null; thread-safe. */
+  @Nullable Throwable failure() {
+    return failure;
+  }
+
+  private void publishAssignment() {
+    assigned = owned.stream().map(TopicPartition::toString).toList();
+    heldForRetry = progress.pausedCount();
   }
 
   /** Processes one record; returns whether it was settled. */
@@ -271,6 +389,8 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
     commit(progress.toCommit(partitions), "revoke");
     progress.forget(partitions);
+    owned.removeAll(partitions);
+    publishAssignment();
     if (!partitions.isEmpty()) {
       LOG.info("group {}: partitions revoked {}", groupId, partitions);
     }
@@ -281,11 +401,15 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     LOG.warn("group {}: partitions lost {} (settled offsets not committed will be delivered again)",
         groupId, partitions);
     progress.forget(partitions);
+    owned.removeAll(partitions);
+    publishAssignment();
   }
 
   @Override
   public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
     progress.forget(partitions);
+    owned.addAll(partitions);
+    publishAssignment();
     if (partitions.isEmpty()) {
       return;
     }

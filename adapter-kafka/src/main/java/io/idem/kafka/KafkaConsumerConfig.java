@@ -86,6 +86,9 @@ public final class KafkaConsumerConfig {
   /** Kafka's default {@code max.poll.interval.ms}, used when the property is not given: 5 min. */
   static final Duration KAFKA_DEFAULT_MAX_POLL_INTERVAL = Duration.ofMinutes(5);
 
+  /** Kafka's default {@code session.timeout.ms}. */
+  static final Duration KAFKA_DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(45);
+
   /** Legal Kafka topic names (see Kafka's {@code Topic.validate}). */
   private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
 
@@ -257,6 +260,12 @@ public final class KafkaConsumerConfig {
   Duration maxPollInterval() {
     Object value = consumerProperties.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
     return value == null ? KAFKA_DEFAULT_MAX_POLL_INTERVAL : Duration.ofMillis(Long.parseLong(value.toString().trim()));
+  }
+
+  /** {@code session.timeout.ms} in effect: the consumer property, else Kafka's default (45 s). */
+  Duration sessionTimeout() {
+    Object value = consumerProperties.get(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+    return value == null ? KAFKA_DEFAULT_SESSION_TIMEOUT : Duration.ofMillis(Long.parseLong(value.toString().trim()));
   }
 
   @Override

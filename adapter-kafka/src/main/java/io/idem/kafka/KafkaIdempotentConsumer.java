@@ -1,11 +1,14 @@
 package io.idem.kafka;
 
 import io.idem.BrokerConsumer;
+import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -35,10 +38,16 @@ import org.slf4j.LoggerFactory;
  *   <li><b>One thread owns the {@code KafkaConsumer}</b> (it is not thread-safe): it polls, runs
  *       records through the pipeline one at a time in partition order, and commits. Scale out with
  *       more instances in the same group (up to one per partition), in this JVM or others.
- *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync} of offset
- *       + 1 of the last settled record (processed, duplicate or dead-lettered), after each polled
- *       batch or {@link KafkaConsumerConfig#commitInterval()}; {@code enable.auto.commit} is
- *       forced off. A commit never lowers a partition's committed offset. A crash between the two
+ *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync}, after each
+ *       polled batch or {@link KafkaConsumerConfig#commitInterval()}; {@code enable.auto.commit} is
+ *       forced off. The offset committed is the consumer's next fetch offset
+ *       ({@code ConsumerRecords.nextOffsets()}) when every record the poll returned for the
+ *       partition was settled (processed, duplicate or dead-lettered), else offset + 1 of the last
+ *       settled record. The next fetch offset also steps over what the consumer never hands out —
+ *       a transaction's commit or abort marker, records of aborted transactions under {@code
+ *       read_committed} — so a partition whose last record was transactional reaches lag 0
+ *       (offset + 1 would leave it at lag 1 for good). A commit never lowers a partition's
+ *       committed offset, and never passes a record that is not settled. A crash between the two
  *       commits redelivers records that the store then skips as duplicates.
  *   <li><b>Retry</b> ({@link io.idem.ProcessingOutcome#RETRY}: handler failure with attempts
  *       left, or the store unavailable): settled offsets are committed, the partition is seeked
@@ -48,8 +57,20 @@ import org.slf4j.LoggerFactory;
  *       The record comes back after the backoff plus up to one fetch round trip ({@code
  *       fetch.max.wait.ms}, 500 ms by default). A store outage takes this path on every record,
  *       so offsets stay put and the group membership holds for as long as the outage lasts.
- *   <li><b>Delivery attempts</b> are counted by the adapter per partition and offset (Kafka keeps
- *       none), and reset when the partition is revoked or assigned, or the process restarts.
+ *   <li><b>Delivery attempts</b> are counted by the adapter in memory, per partition and offset:
+ *       Kafka keeps no delivery count. The count restarts at 1 whenever the partition is revoked
+ *       or lost and assigned again (with the default eager assignor every rebalance does that,
+ *       even one that gives the partition back) and when the consumer restarts. So {@code
+ *       maxAttempts} bounds the attempts per owner, not in total: a record whose handler keeps
+ *       failing, on a group that rebalances more often than the record's backoffs add up to (a
+ *       deployment rolling instance by instance, a crash loop), may run up to {@code maxAttempts}
+ *       times per rebalance, and in the worst case is never dead-lettered while the rebalances go
+ *       on, holding its partition. Bound it by classifying the failure: throw {@link
+ *       io.idem.NonRetryableException} (or declare the exception type non-retryable) for a record
+ *       that can never succeed, which dead-letters it on its first attempt whoever owns it; keep
+ *       the retry policy's total backoff short next to the time between rebalances; prefer the
+ *       cooperative-sticky assignor or static membership ({@code group.instance.id}), under which
+ *       a rebalance does not move the partitions that stay with their owner.
  *   <li><b>Dead letters</b> are published to {@link KafkaConsumerConfig#deadLetterTopic(String)}
  *       by an idempotent {@code acks=all} producer: same key and value, original headers plus
  *       {@link io.idem.DeadLetterReason#toHeaders()} and {@link #HEADER_ORIGINAL_TOPIC},
@@ -79,13 +100,31 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Isolation</b>: {@code isolation.level} defaults to {@code read_committed}, so records
  *       of aborted producer transactions are never applied (see
  *       {@link KafkaConsumerConfig#DEFAULT_ISOLATION_LEVEL}).
+ *   <li><b>Poll errors that cannot heal stop the consumer</b>: an error of {@code poll} that
+ *       polling again would only repeat — an authorization or authentication failure, another
+ *       live member with the same {@code group.instance.id} ({@code FencedInstanceIdException}),
+ *       no valid committed offset with {@code auto.offset.reset=none} ({@code
+ *       NoOffsetForPartitionException}, {@code OffsetOutOfRangeException}), an invalid group id, a
+ *       broker too old for a setting ({@code UnsupportedVersionException}), and the rest of
+ *       kafka-clients' {@code InvalidConfigurationException} family — is logged once at ERROR with
+ *       what happened and what to do, the settled offsets are committed where the brokers still
+ *       allow it, the clients are closed, and {@link #isRunning()} and {@link #health()}{@code
+ *       .isReady()} turn false. Retriable errors ({@code RetriableException}: a leader moving, a
+ *       coordinator not available) and any other {@code KafkaException} are logged and polled
+ *       again after one second. Start a new consumer once the cause is fixed.
+ *   <li><b>Health</b>: {@link #health()} for readiness probes — connected (the last poll returned
+ *       without an error within {@code max.poll.interval.ms} and the last coordinator heartbeat was
+ *       sent within {@code session.timeout.ms}), the assigned partitions, when the last poll
+ *       returned, the records held for a retry backoff (one per paused partition) and the store's
+ *       health.
  * </ul>
  *
  * <p>Thread-safe: {@link #start()}, {@link #close()} and {@link #isRunning()} may be called from
  * any thread. The consumer thread is a non-daemon thread named {@code idem-kafka-<group>-<n>}.
  * Logs under {@code io.idem.kafka.KafkaIdempotentConsumer}: INFO on start (with the effective
  * configuration), assignment and stop; WARN when an offset commit fails; ERROR when a record could
- * not be settled.
+ * not be settled, when a poll fails, and once when a poll error that cannot heal stops the
+ * consumer.
  */
 public final class KafkaIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
@@ -269,6 +308,58 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
     synchronized (lock) {
       return started && !closed && loop != null && !loop.hasExited();
     }
+  }
+
+  /**
+   * A snapshot for readiness probes; no broker or database call. Thread-safe.
+   *
+   * <ul>
+   *   <li>{@code connected}: the consumer thread runs, its last {@code poll} returned without an
+   *       error within {@code max.poll.interval.ms} (beyond it the client has left the group), and
+   *       its last coordinator heartbeat was sent within {@code session.timeout.ms} (the client's
+   *       {@code last-heartbeat-seconds-ago} metric, sampled on the consumer thread at most once a
+   *       second; a consumer that has not sent one yet gets that long from its start to join).
+   *       A broker outage thus shows after at most {@code session.timeout.ms} (45 s by default).
+   *   <li>{@code consuming}: the assigned partitions, {@code topic-partition}; empty while the
+   *       group has given this member none (more members than partitions, or a rebalance).
+   *   <li>{@code lastReceive}: when the last poll returned without an error (records or not).
+   *   <li>{@code heldForRetry}: records held back for a retry backoff — one per partition paused
+   *       for it (its later records wait behind it).
+   *   <li>{@code store}: {@link IdempotentConsumer#storeHealth()}.
+   * </ul>
+   *
+   * <p>After a poll error that cannot heal, {@code running} and {@code connected} are false.
+   */
+  @Override
+  public ConsumerHealth health() {
+    ConsumerLoop current;
+    synchronized (lock) {
+      current = loop;
+    }
+    boolean running = isRunning();
+    if (current == null) {
+      return new ConsumerHealth(running, false, List.of(), null, 0, pipeline.storeHealth());
+    }
+    return new ConsumerHealth(
+        running,
+        running && current.connected(),
+        running ? current.assignedPartitions() : List.of(),
+        current.lastPollAt(),
+        current.heldForRetry(),
+        pipeline.storeHealth());
+  }
+
+  /**
+   * What stopped the consumer on its own — a poll error that cannot heal (see the class
+   * documentation) or an unexpected error of its thread; empty before {@link #start()}, while it
+   * runs and when it was stopped by {@link #close()}. Kept after {@code close()}. Thread-safe.
+   */
+  public Optional<Throwable> failure() {
+    ConsumerLoop current;
+    synchronized (lock) {
+      current = loop;
+    }
+    return current == null ? Optional.empty() : Optional.ofNullable(current.failure());
   }
 
   /** The Kafka {@code group.id} in use. */

@@ -1,11 +1,8 @@
 package io.idem.kafka;
 
 import io.idem.InboundMessage;
-import io.idem.spi.Utf8;
+import io.idem.spi.DecodedHeaders;
 import java.time.Instant;
-import java.util.Collections;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -23,16 +20,20 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  *   <li>{@link #source()} is the topic; {@link #brokerMessageId()} is
  *       {@code <topic>-<partition>@<offset>}, unique within a cluster as long as the topic exists.
- *   <li>{@link #headers()}: Kafka headers whose value is valid UTF-8, decoded strictly (malformed
- *       input is reported, never replaced with U+FFFD). Kafka allows a header name more than once;
- *       the last value wins, as in {@link Headers#lastHeader(String)}. A header whose last value
+ *   <li>{@link #headers()}: Kafka headers whose value is valid UTF-8, decoded strictly by
+ *       {@link DecodedHeaders} (malformed input is reported, never replaced with U+FFFD). Kafka
+ *       allows a header name more than once; the last value wins, as in
+ *       {@link Headers#lastHeader(String)}. A header whose last value
  *       is not UTF-8 is listed in {@link #undecodableHeaders()} instead; a header whose last value
  *       is {@code null} is left out of both.
  *   <li>{@link #payload()} is the record value, or an empty array for a {@code null} value
  *       (tombstone).
- *   <li>{@link #deliveryAttempt()} is counted by the adapter per partition and offset, because
- *       Kafka keeps no delivery count: it restarts at 1 when the partition is reassigned or the
- *       consumer restarts.
+ *   <li>{@link #deliveryAttempt()} is counted by the adapter per partition and offset, in memory,
+ *       because Kafka keeps no delivery count: it restarts at 1 when the partition is revoked or
+ *       lost and assigned again (with the default eager assignor, every rebalance does that, even
+ *       one that gives the partition back to the same consumer) or the consumer restarts. A
+ *       record that keeps failing can therefore run up to {@code maxAttempts} times per owner;
+ *       see {@link KafkaIdempotentConsumer} ("Delivery attempts") for the worst case.
  *   <li>{@link #unwrap(Class)} with {@code ConsumerRecord.class} returns the record.
  * </ul>
  */
@@ -71,29 +72,12 @@ public final class KafkaInboundMessage implements InboundMessage {
     if (deliveryAttempt < 1) {
       throw new IllegalArgumentException("deliveryAttempt must be >= 1, but was " + deliveryAttempt);
     }
-    Map<String, String> decoded = new LinkedHashMap<>();
-    Set<String> undecodable = new LinkedHashSet<>();
+    DecodedHeaders.Builder headers = DecodedHeaders.builder();
     for (Header header : record.headers()) {
-      String name = header.key();
-      decoded.remove(name);
-      undecodable.remove(name);
-      byte[] value = header.value();
-      if (value == null) {
-        continue;
-      }
-      String text = Utf8.decodeStrict(value);
-      if (text == null) {
-        undecodable.add(name);
-      } else {
-        decoded.put(name, text);
-      }
+      headers.bytes(header.key(), header.value());
     }
-    return new KafkaInboundMessage(
-        record,
-        Collections.unmodifiableMap(decoded),
-        Collections.unmodifiableSet(undecodable),
-        deliveryAttempt,
-        receivedAt);
+    DecodedHeaders decoded = headers.build();
+    return new KafkaInboundMessage(record, decoded.text(), decoded.undecodable(), deliveryAttempt, receivedAt);
   }
 
   /** {@code <topic>-<partition>@<offset>}, the form used by {@link #brokerMessageId()}. */

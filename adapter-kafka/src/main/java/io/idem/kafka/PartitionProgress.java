@@ -52,6 +52,24 @@ final class PartitionProgress {
     }
   }
 
+  /**
+   * Every record before {@code next} is settled (or was never handed out: a transaction marker, a
+   * record of an aborted transaction under {@code read_committed}): the consumer's next fetch
+   * offset becomes the offset to commit, if it is ahead. Called only when no record before it is
+   * unsettled.
+   */
+  void caughtUp(TopicPartition partition, OffsetAndMetadata next) {
+    OffsetAndMetadata current = settled.get(partition);
+    if (current == null || current.offset() < next.offset()) {
+      settled.put(partition, new OffsetAndMetadata(next.offset(), next.leaderEpoch(), ""));
+    }
+  }
+
+  /** How many partitions are paused for a retry backoff (each holds one record back). */
+  int pausedCount() {
+    return resumeAtNanos.size();
+  }
+
   /** The broker's committed offset at assignment, so that no commit goes below it. */
   void knownCommitted(TopicPartition partition, long offset) {
     committed.merge(partition, offset, Math::max);

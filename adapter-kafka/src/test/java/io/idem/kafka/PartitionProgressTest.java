@@ -16,6 +16,42 @@ class PartitionProgressTest {
   private final PartitionProgress progress = new PartitionProgress();
 
   @Test
+  void caughtUpCommitsTheNextFetchOffsetPastATransactionMarker() {
+    progress.settled(P0, 5, Optional.of(7));
+    progress.caughtUp(P0, new OffsetAndMetadata(7, Optional.of(7), "")); // offset 6: commit marker
+
+    assertThat(progress.toCommit(List.of(P0)).get(P0).offset()).isEqualTo(7);
+  }
+
+  @Test
+  void caughtUpNeverMovesBackwards() {
+    progress.settled(P0, 9, Optional.empty());
+    progress.caughtUp(P0, new OffsetAndMetadata(4));
+
+    assertThat(progress.toCommit(List.of(P0)).get(P0).offset()).isEqualTo(10);
+  }
+
+  @Test
+  void caughtUpOnAPartitionWithNothingSettledCommitsBeyondItsCommittedOffset() {
+    progress.knownCommitted(P0, 6); // a consumer that committed offset + 1, before the marker
+    progress.caughtUp(P0, new OffsetAndMetadata(7));
+    assertThat(progress.toCommit(List.of(P0)).get(P0).offset()).isEqualTo(7);
+
+    progress.committed(Map.of(P0, new OffsetAndMetadata(7)));
+    progress.caughtUp(P0, new OffsetAndMetadata(7));
+    assertThat(progress.toCommit(List.of(P0))).isEmpty();
+  }
+
+  @Test
+  void pausedCountIsOnePerPausedPartition() {
+    progress.pauseUntil(P0, 10);
+    progress.pauseUntil(P1, 20);
+    assertThat(progress.pausedCount()).isEqualTo(2);
+    progress.dueForResume(15);
+    assertThat(progress.pausedCount()).isEqualTo(1);
+  }
+
+  @Test
   void commitsOnePastTheLastSettledRecord() {
     progress.settled(P0, 4, Optional.of(7));
     progress.settled(P0, 5, Optional.of(7));
