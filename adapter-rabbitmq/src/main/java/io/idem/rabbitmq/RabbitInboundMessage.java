@@ -4,6 +4,7 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Envelope;
 import io.idem.InboundMessage;
+import io.idem.spi.DecodedHeaders;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
@@ -17,8 +18,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <ul>
  *   <li>{@link #source()}: the queue it was consumed from;
- *   <li>{@link #headers()}: the AMQP {@code headers} table. Text ({@code longstr}) values are
- *       decoded as strict UTF-8 — undecodable ones are left out and named in
+ *   <li>{@link #headers()}: the AMQP {@code headers} table, built with {@link DecodedHeaders} as
+ *       every adapter does. Text ({@code longstr}) values are decoded as strict UTF-8 — undecodable ones are left out and named in
  *       {@link #undecodableHeaders()}, never replaced; numbers, booleans and timestamps (as ISO-8601
  *       instants) are written as text; arrays and tables (such as {@code x-death}) are left out.
  *       Other AMQP properties ({@code content-type}, {@code correlation-id}, …) are not headers:
@@ -37,7 +38,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   private final byte[] body;
   private final int deliveryAttempt;
   private final Instant receivedAt;
-  private final AmqpHeaders headers;
+  private final DecodedHeaders headers;
 
   RabbitInboundMessage(
       String queue,
@@ -65,12 +66,12 @@ public final class RabbitInboundMessage implements InboundMessage {
 
   @Override
   public Map<String, String> headers() {
-    return headers.text;
+    return headers.text();
   }
 
   @Override
   public Set<String> undecodableHeaders() {
-    return headers.undecodable;
+    return headers.undecodable();
   }
 
   @Override
@@ -147,7 +148,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   public String toString() {
     return "RabbitInboundMessage[queue=" + queue + ", messageId=" + properties.getMessageId()
         + ", tag=" + envelope.getDeliveryTag() + ", redelivered=" + envelope.isRedeliver()
-        + ", attempt=" + deliveryAttempt + ", headers=" + headers.text.keySet()
+        + ", attempt=" + deliveryAttempt + ", headers=" + headers.text().keySet()
         + ", payload=" + body.length + " bytes]";
   }
 }
