@@ -304,10 +304,12 @@ public final class RabbitConsumerConfig {
     }
 
     /**
-     * The quorum queue's {@code x-delivery-limit}, at least 1; default none. RabbitMQ counts every
-     * return (retry, channel loss, shutdown with prefetched messages) against it and dead-letters
-     * past it without Idem's reason headers, so set it well above the retry policy's
-     * {@code maxAttempts}.
+     * The quorum queue's {@code x-delivery-limit}, at least 1; default none (RabbitMQ 4.0+ then
+     * applies 20, or a policy's). RabbitMQ dead-letters past it without Idem's reason headers.
+     * Before 4.3 it counts every return (retry, channel loss, shutdown, a {@link #maxHold(Duration)}
+     * hand-back); from 4.3 only {@code basic.reject} (Idem's retry) and a lost channel. Set it well
+     * above the retry policy's {@code maxAttempts}; on servers before 4.3 add one per
+     * {@code maxHold} of the longest store outage to ride out.
      */
     public Builder deliveryLimit(int value) {
       this.deliveryLimit = value;

@@ -86,13 +86,16 @@ public final class RabbitInboundMessage implements InboundMessage {
   }
 
   /**
-   * Which delivery this is, from 1. On quorum queues RabbitMQ's {@code x-delivery-count} + 1:
-   * exact across consumers and restarts, and it counts every return — retries, channel or
-   * connection loss, shutdown with prefetched messages. On classic queues, which have no counter,
-   * the adapter counts redeliveries it saw itself (by {@code message-id} and payload), so the
-   * count starts again on another consumer instance or after a restart, and is at least 2 when
-   * RabbitMQ flags the delivery as {@linkplain #redelivered() redelivered}: a poison message may
-   * get more than {@code maxAttempts} deliveries in all, never fewer.
+   * Which attempt this is — handler runs, from 1. Read from the quorum queue's
+   * {@code x-delivery-count} + 1 where present, else {@code x-acquired-count} + 1 (RabbitMQ 4.x),
+   * else counted by the adapter (by {@code message-id} and payload; at least 2 when RabbitMQ flags
+   * the delivery as {@linkplain #redelivered() redelivered}); corrected by what this consumer saw:
+   * after a handler failure the next delivery is at least one attempt later even if the broker's
+   * counter did not move (RabbitMQ 4.3+ does not count a {@code basic.nack}), and a delivery handed
+   * back unrun after {@link RabbitConsumerConfig#maxHold()} keeps its attempt. What each RabbitMQ
+   * version counts: docs/BROKERS.md. Another consumer instance or a restart starts from the
+   * broker's counter (classic queues: from 2), so a poison message may get more than
+   * {@code maxAttempts} deliveries in all, never fewer.
    */
   @Override
   public int deliveryAttempt() {
