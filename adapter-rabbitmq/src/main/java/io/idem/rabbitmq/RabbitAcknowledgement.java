@@ -4,11 +4,14 @@ import com.rabbitmq.client.AMQP;
 import io.idem.DeadLetterReason;
 import io.idem.spi.Acknowledgement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Settles one AMQP delivery with RabbitMQ's rules. Every channel operation runs on the delivering
@@ -21,21 +24,27 @@ import java.util.function.Consumer;
  * <ul>
  *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}.
  *   <li>{@link #retry(Duration)}: the delivery is held unacknowledged on this consumer for
- *       {@code delay}, then {@code basicReject(tag, requeue=true)} returns it to the
+ *       {@code delay} (cut to what is left of {@link RabbitConsumerConfig#maxHold()} since it
+ *       arrived, so that the broker's {@code consumer_timeout} never closes the channel for it),
+ *       then {@code basicReject(tag, requeue=true)} returns it to the
  *       queue, where it is delivered again at once (to any consumer). The wait is a task on the
  *       settler thread: it blocks no thread, neither the connection's I/O nor a worker. While it
  *       waits, the delivery uses one prefetch slot. If the channel is lost or the consumer closed
  *       during the wait, RabbitMQ requeues the delivery earlier than {@code delay}. A reject, not a
  *       nack: it says the processing failed, which RabbitMQ 4.3+ counts in a quorum queue's
  *       {@code x-delivery-count} (the attempt the next delivery reads) and a nack does not;
- *       earlier versions count both.
+ *       earlier versions count both. The adapter also remembers the failure in process, so the
+ *       next delivery is one attempt later even if the broker's counter did not move.
  *   <li>{@link #retryWhenStoreAvailable(Duration)}: the delivery stays unacknowledged on its
  *       channel — no {@code basicNack} or {@code basicReject}, which on a quorum queue may raise
  *       {@code x-delivery-count} toward {@code x-delivery-limit} — and after {@code delay} it is
  *       handed to the consumer's workers again, with the attempt it had, and runs through the
  *       pipeline once more. The wait is a task on the settler thread (no thread blocked) and
  *       holds one prefetch slot. Closing the consumer or losing the channel during the wait
- *       returns the delivery to the queue as for any unacknowledged one.
+ *       returns the delivery to the queue as for any unacknowledged one. Once the delivery has
+ *       been held for {@link RabbitConsumerConfig#maxHold()}, it is handed back instead with
+ *       {@code basicNack(tag, multiple=false, requeue=true)} (not counted by RabbitMQ 4.3+, counted
+ *       toward the delivery limit before) and runs again when redelivered, with the same attempt.
  *   <li>{@link #release()} (the consumer is closing and interrupted the handler):
  *       {@code basicNack(tag, multiple=false, requeue=true)} at once, handed to the settler thread
  *       without waiting for it (the worker's interrupt flag is set). RabbitMQ 4.3+ does not count a
@@ -63,6 +72,7 @@ import java.util.function.Consumer;
  * <p>Thread-safe; each instance settles one delivery, once.
  */
 public final class RabbitAcknowledgement implements Acknowledgement {
+  private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
   private final Delivery delivery;
   private final RabbitConsumerConfig config;
   private final DeliveryAttempts attempts;
@@ -103,7 +113,9 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
     long tag = delivery.tag();
-    delivery.session().schedule("basicReject(requeue) of tag " + tag, delay,
+    Duration hold = min(delay, leftToHold());
+    attempts.failed(delivery.properties(), delivery.body(), attempt);
+    delivery.session().schedule("basicReject(requeue) of tag " + tag, hold,
         (consume, publish) -> consume.basicReject(tag, true));
     settled = true;
   }
@@ -112,10 +124,33 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   @Override
   public void retryWhenStoreAvailable(Duration delay) {
     Objects.requireNonNull(delay, "delay");
-    Delivery again = delivery.withAttempt(attempt);
-    delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
-        () -> rerun.accept(again));
+    Duration left = leftToHold();
+    if (delay.compareTo(left) < 0) {
+      Delivery again = delivery.withAttempt(attempt);
+      delivery.session().later("re-run of tag " + delivery.tag() + " after a store outage", delay,
+          () -> rerun.accept(again));
+    } else {
+      long tag = delivery.tag();
+      delivery.session().schedule("basicNack(requeue) of tag " + tag + " held for maxHold " + config.maxHold(),
+          left, (consume, publish) -> {
+            attempts.handedBack(delivery.properties(), delivery.body(), attempt);
+            consume.basicNack(tag, false, true);
+            LOG.info("{} of {} held unacknowledged for maxHold {} through a store outage: handed back to"
+                + " the queue (basic.nack requeue) before the broker's consumer_timeout; it runs again, as"
+                + " attempt {}, when redelivered", delivery, config.queue(), config.maxHold(), attempt);
+          });
+    }
     settled = true;
+  }
+
+  /** What is left of {@link RabbitConsumerConfig#maxHold()} since the delivery arrived; never negative. */
+  private Duration leftToHold() {
+    Duration left = config.maxHold().minus(Duration.between(delivery.receivedAt(), Instant.now()));
+    return left.isNegative() ? Duration.ZERO : left;
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
   }
 
   /**
@@ -175,6 +210,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
       headers.putAll(original.getHeaders());
     }
     headers.remove(DeliveryAttempts.DELIVERY_COUNT_HEADER);
+    headers.remove(DeliveryAttempts.ACQUIRED_COUNT_HEADER);
     headers.putAll(reason.toHeaders());
     return original.builder()
         .headers(headers)

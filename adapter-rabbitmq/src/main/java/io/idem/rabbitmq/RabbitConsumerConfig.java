@@ -59,6 +59,18 @@ public final class RabbitConsumerConfig {
   public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(5);
   /** Default {@link Builder#confirmTimeout(Duration) confirm timeout}: 10 seconds. */
   public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
+  /**
+   * Default {@link Builder#consumerTimeout(Duration) consumer timeout}: 30 minutes, RabbitMQ's
+   * default {@code consumer_timeout} (since 3.8.15).
+   */
+  public static final Duration DEFAULT_CONSUMER_TIMEOUT = Duration.ofMinutes(30);
+  /**
+   * Default {@link Builder#maxHold(Duration) max hold}: 25 minutes, a margin below
+   * {@link #DEFAULT_CONSUMER_TIMEOUT}.
+   */
+  public static final Duration DEFAULT_MAX_HOLD = Duration.ofMinutes(25);
+  /** The queue argument that overrides {@code consumer_timeout} per queue (RabbitMQ 3.12+), in ms. */
+  public static final String CONSUMER_TIMEOUT_ARGUMENT = "x-consumer-timeout";
 
   private static final int MAX_NAME_BYTES = 255;
 
@@ -78,6 +90,8 @@ public final class RabbitConsumerConfig {
   private final Duration shutdownTimeout;
   private final Duration recoveryInterval;
   private final Duration confirmTimeout;
+  private final Duration consumerTimeout;
+  private final Duration maxHold;
 
   private RabbitConsumerConfig(Builder b) {
     this.queue = b.queue;
@@ -99,6 +113,8 @@ public final class RabbitConsumerConfig {
     this.shutdownTimeout = b.shutdownTimeout;
     this.recoveryInterval = b.recoveryInterval;
     this.confirmTimeout = b.confirmTimeout;
+    this.consumerTimeout = b.consumerTimeout;
+    this.maxHold = b.maxHold;
   }
 
   /**
@@ -201,6 +217,20 @@ public final class RabbitConsumerConfig {
     return confirmTimeout;
   }
 
+  /** The broker's {@code consumer_timeout} this configuration was checked against. */
+  public Duration consumerTimeout() {
+    return consumerTimeout;
+  }
+
+  /**
+   * Longest time a delivery is held unacknowledged on this consumer — waiting for a retry backoff
+   * or through a store outage — before it is handed back to the queue; see
+   * {@link Builder#maxHold(Duration)}.
+   */
+  public Duration maxHold() {
+    return maxHold;
+  }
+
   @Override
   public String toString() {
     return "RabbitConsumerConfig[queue=" + queue + ", uri=" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
@@ -208,7 +238,8 @@ public final class RabbitConsumerConfig {
         + queueArguments() + ", declareTopology=" + declareTopology + ", deadLetterQueue="
         + deadLetterQueue + ", verifyQueueArguments=" + verifyQueueArguments
         + ", connectionName=" + connectionName + ", shutdownTimeout=" + shutdownTimeout
-        + ", recoveryInterval=" + recoveryInterval + ", confirmTimeout=" + confirmTimeout + "]";
+        + ", recoveryInterval=" + recoveryInterval + ", confirmTimeout=" + confirmTimeout + ", consumerTimeout=" + consumerTimeout
+        + ", maxHold=" + maxHold + "]";
   }
 
   /** Builder of {@link RabbitConsumerConfig}. Not thread-safe. */
@@ -229,6 +260,8 @@ public final class RabbitConsumerConfig {
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
     private Duration recoveryInterval = DEFAULT_RECOVERY_INTERVAL;
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
+    private Duration consumerTimeout = DEFAULT_CONSUMER_TIMEOUT;
+    private Duration maxHold = DEFAULT_MAX_HOLD;
 
     private Builder(String queue) {
       this.queue = Objects.requireNonNull(queue, "queue");
@@ -271,10 +304,12 @@ public final class RabbitConsumerConfig {
     }
 
     /**
-     * The quorum queue's {@code x-delivery-limit}, at least 1; default none. RabbitMQ counts every
-     * return (retry, channel loss, shutdown with prefetched messages) against it and dead-letters
-     * past it without Idem's reason headers, so set it well above the retry policy's
-     * {@code maxAttempts}.
+     * The quorum queue's {@code x-delivery-limit}, at least 1; default none (RabbitMQ 4.0+ then
+     * applies 20, or a policy's). RabbitMQ dead-letters past it without Idem's reason headers.
+     * Before 4.3 it counts every return (retry, channel loss, shutdown, a {@link #maxHold(Duration)}
+     * hand-back); from 4.3 only {@code basic.reject} (Idem's retry) and a lost channel. Set it well
+     * above the retry policy's {@code maxAttempts}; on servers before 4.3 add one per
+     * {@code maxHold} of the longest store outage to ride out.
      */
     public Builder deliveryLimit(int value) {
       this.deliveryLimit = value;
@@ -361,6 +396,40 @@ public final class RabbitConsumerConfig {
     }
 
     /**
+     * The broker's {@code consumer_timeout} ({@code rabbitmq.conf}, default 30 min): a delivery
+     * unacknowledged for longer makes RabbitMQ close the channel with a {@code PRECONDITION_FAILED}
+     * error, which returns every delivery on it (counted toward a quorum queue's delivery limit
+     * before 4.3). Set it when the broker's differs; default {@link
+     * RabbitConsumerConfig#DEFAULT_CONSUMER_TIMEOUT}. Only used to check {@link #maxHold(Duration)}.
+     */
+    public Builder consumerTimeout(Duration value) {
+      this.consumerTimeout = Objects.requireNonNull(value, "consumerTimeout");
+      return this;
+    }
+
+    /**
+     * Longest time a delivery is held unacknowledged on this consumer; default
+     * {@link RabbitConsumerConfig#DEFAULT_MAX_HOLD}. Must be below {@link #consumerTimeout(Duration)}
+     * and below the queue's {@code x-consumer-timeout} argument when one is configured, so that a
+     * held delivery is handed back before the broker closes the channel for it.
+     *
+     * <ul>
+     *   <li>a retry backoff longer than what is left of it is cut: the delivery is returned with
+     *       {@code basic.reject(requeue)} (a failed attempt, as always) when {@code maxHold} since
+     *       its receipt has passed;
+     *   <li>a delivery held through a store outage is returned with {@code basic.nack(requeue)}
+     *       once {@code maxHold} since its receipt has passed, and runs again when RabbitMQ
+     *       redelivers it, with the same attempt. RabbitMQ 4.3+ does not count that nack toward a
+     *       quorum queue's delivery limit; earlier versions do: an outage of {@code n × maxHold}
+     *       costs a held message {@code n} of the limit there (see docs/BROKERS.md).
+     * </ul>
+     */
+    public Builder maxHold(Duration value) {
+      this.maxHold = Objects.requireNonNull(value, "maxHold");
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException naming the setting and its value when one is out of range
      */
     public RabbitConsumerConfig build() {
@@ -393,7 +462,8 @@ public final class RabbitConsumerConfig {
         if (queueType != RabbitQueueType.QUORUM) {
           throw new IllegalArgumentException(
               "deliveryLimit applies to quorum queues only, but was " + deliveryLimit
-                  + " on a " + queueType + " queue");
+                  + " on a " + queueType + " queue (the default queue type is " + DEFAULT_QUEUE_TYPE
+                  + "); set queueType(RabbitQueueType.QUORUM) as well");
         }
         if (deliveryLimit < 1) {
           throw new IllegalArgumentException("deliveryLimit must be >= 1, but was " + deliveryLimit);
@@ -410,6 +480,19 @@ public final class RabbitConsumerConfig {
       checkPositive("shutdownTimeout", shutdownTimeout);
       checkPositive("recoveryInterval", recoveryInterval);
       checkPositive("confirmTimeout", confirmTimeout);
+      checkPositive("consumerTimeout", consumerTimeout);
+      checkPositive("maxHold", maxHold);
+      if (maxHold.compareTo(consumerTimeout) >= 0) {
+        throw new IllegalArgumentException("maxHold must be below consumerTimeout (" + consumerTimeout
+            + ", the broker's consumer_timeout), but was " + maxHold + ": RabbitMQ would close the"
+            + " channel of a delivery held that long");
+      }
+      if (extraQueueArguments.get(CONSUMER_TIMEOUT_ARGUMENT) instanceof Number ms
+          && maxHold.toMillis() >= ms.longValue()) {
+        throw new IllegalArgumentException("maxHold must be below the queue's " + CONSUMER_TIMEOUT_ARGUMENT
+            + " (" + ms + " ms), but was " + maxHold + ": RabbitMQ would close the channel of a delivery"
+            + " held that long");
+      }
       return new RabbitConsumerConfig(this);
     }
 

@@ -2,11 +2,13 @@ package io.idem.rabbitmq;
 
 import com.rabbitmq.client.ConnectionFactory;
 import io.idem.BrokerConsumer;
+import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
 import io.idem.ProcessingOutcome;
 import java.io.IOException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -29,8 +31,10 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Threads and channels</h2>
  *
- * One connection with a consuming channel ({@code basicQos(prefetch)}, {@code autoAck=false}) and
- * a publisher-confirm channel for dead letters. The client's dispatch thread only hands
+ * One connection with a consuming channel ({@code basicQos(prefetch)}, {@code autoAck=false}),
+ * and a second connection ({@code <connectionName>:dead-letters}) with a publisher-confirm channel
+ * for dead letters: RabbitMQ blocks publishing connections during a memory or disk alarm, and the
+ * consuming connection, which never publishes, must go on acking. The client's dispatch thread only hands
  * deliveries to a local buffer; {@link RabbitConsumerConfig#concurrency()} worker threads run the
  * pipeline; a single settler thread per connection performs every ack, nack and dead-letter
  * publish. Heartbeats run on the client's own I/O thread, which nothing here blocks. Worker
@@ -104,12 +108,15 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   private final AtomicInteger liveWorkers = new AtomicInteger();
   private final List<Thread> workers = new ArrayList<>();
   private final Object lifecycle = new Object();
+  /** Orders publishing a reconnected session against {@code stopping}/{@code abandoned}. */
+  private final Object sessionSwap = new Object();
   private volatile State state = State.NEW;
   private volatile boolean stopping;
   private volatile boolean failed;
   /** No worker is left: the session is closed (or about to be) and never replaced. */
   private volatile boolean abandoned;
   private volatile @Nullable Session session;
+  private volatile @Nullable Instant lastDelivery;
   private @Nullable ScheduledExecutorService supervisor;
 
   private RabbitIdempotentConsumer(
@@ -165,7 +172,6 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       if (state != State.NEW) {
         throw new IllegalStateException("consumer of " + config.queue() + " is " + state + ", not NEW");
       }
-      warnAboutDeliveryLimit();
       ScheduledThreadPoolExecutor recovery =
           new ScheduledThreadPoolExecutor(1, r -> daemon(r, "idem-rabbit-recover-" + config.queue()));
       recovery.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
@@ -179,6 +185,7 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         throw e instanceof IdempotencyException idem ? idem
             : new IdempotencyException("could not connect to RabbitMQ for queue '" + config.queue() + "': " + e, e);
       }
+      checkDeliveryLimit(Objects.requireNonNull(session).serverVersion());
       liveWorkers.set(config.concurrency());
       for (int i = 0; i < config.concurrency(); i++) {
         Thread worker = new Thread(this::work, "idem-rabbit-worker-" + config.queue() + "-" + i);
@@ -215,7 +222,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         state = State.CLOSED;
         return;
       }
-      stopping = true;
+      synchronized (sessionSwap) {
+        stopping = true; // a reconnect finishing from now on closes its own session
+      }
       long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
       ScheduledExecutorService recovery = Objects.requireNonNull(supervisor);
       recovery.shutdown(); // runs pending closes of lost connections, drops pending reconnects
@@ -250,7 +259,12 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private Session openSession() throws IOException, TimeoutException {
-    return Session.open(generations.incrementAndGet(), factory, config, buffer::add, this::lost);
+    return Session.open(generations.incrementAndGet(), factory, config, this::received, this::lost);
+  }
+
+  private void received(Delivery delivery) {
+    lastDelivery = delivery.receivedAt();
+    buffer.add(delivery);
   }
 
   /** Called from a client thread when a session's connection or channel closed. */
@@ -279,8 +293,19 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     }
     try {
       Session next = openSession();
-      session = next;
-      LOG.info("reconnected to {} (generation {})", config.queue(), next.generation);
+      synchronized (sessionSwap) {
+        if (!stopping && !abandoned) {
+          session = next;
+          LOG.info("reconnected to {} (generation {})", config.queue(), next.generation);
+          return;
+        }
+      }
+      // close() (or the last worker's end) came while the connection was being opened: it read
+      // the session before this one existed, so nobody else would close it and a consumer with
+      // no worker would hold up to prefetch deliveries away from the queue
+      LOG.info("closing the connection of {} opened while the consumer closed (generation {})",
+          config.queue(), next.generation);
+      next.close(Duration.ofSeconds(5));
     } catch (Exception e) {
       LOG.warn("reconnecting to {} failed: {}; next try in {}", config.queue(), e.toString(), config.recoveryInterval());
       ScheduledExecutorService recovery = supervisor;
@@ -322,7 +347,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
           liveWorkers.get());
       return;
     }
-    abandoned = true; // first: no reconnect from now on
+    synchronized (sessionSwap) {
+      abandoned = true; // first: no reconnect from now on
+    }
     ScheduledExecutorService recovery = Objects.requireNonNull(supervisor);
     try {
       recovery.execute(this::stopConsuming); // after a reconnect under way, never beside it
@@ -417,13 +444,66 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     }
   }
 
-  private void warnAboutDeliveryLimit() {
+  /**
+   * Says at start whether the quorum queue's delivery limit leaves room for the retry policy and
+   * for hand-backs: before RabbitMQ 4.3 every return counts, so each {@code maxHold} of a store
+   * outage costs a held message one delivery; from 4.3 a hand-back ({@code basic.nack}) costs
+   * nothing.
+   */
+  private void checkDeliveryLimit(String serverVersion) {
+    if (config.queueType() != RabbitQueueType.QUORUM) {
+      return;
+    }
     Integer limit = config.deliveryLimit();
     int maxAttempts = pipeline.retryPolicy().maxAttempts();
-    if (limit != null && limit < maxAttempts) {
+    boolean countsEveryReturn = countsEveryReturn(serverVersion);
+    if (limit == null) {
+      LOG.info("quorum queue {}: its delivery limit is not configured here (deliveryLimit); it may come"
+          + " from a policy, and RabbitMQ 4.0+ applies 20 by default. It should be at least maxAttempts {}{}",
+          config.queue(), maxAttempts, countsEveryReturn
+              ? " plus one per maxHold (" + config.maxHold() + ") of the longest store outage to ride out,"
+                  + " plus one per restart or connection loss: RabbitMQ " + serverVersion + " counts every return"
+              : " (RabbitMQ " + serverVersion + " does not count a hand-back)");
+      return;
+    }
+    if (limit < maxAttempts) {
       LOG.warn("queue {} has x-delivery-limit={} below the retry policy's maxAttempts={}: RabbitMQ will"
           + " dead-letter failing messages itself, without Idem's reason headers", config.queue(), limit, maxAttempts);
+    } else if (countsEveryReturn) {
+      int room = limit - maxAttempts;
+      LOG.info("quorum queue {}: x-delivery-limit {} leaves {} returns beyond maxAttempts {}. RabbitMQ {}"
+          + " counts every return: a held message uses one per maxHold ({}) of a store outage, so an outage"
+          + " longer than about {} (or that many restarts) lets RabbitMQ dead-letter it without Idem's reason;"
+          + " raise deliveryLimit for more", config.queue(), limit, room, maxAttempts, serverVersion,
+          config.maxHold(), config.maxHold().multipliedBy(Math.max(1, room)));
     }
+  }
+
+  /** RabbitMQ before 4.3 counts every return of a quorum queue's message toward its delivery limit. */
+  static boolean countsEveryReturn(String serverVersion) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.(\\d+)").matcher(serverVersion);
+    if (!m.find()) {
+      return true; // unknown: assume the costlier rule
+    }
+    int major = Integer.parseInt(m.group(1));
+    int minor = Integer.parseInt(m.group(2));
+    return major < 4 || (major == 4 && minor < 3);
+  }
+
+  /**
+   * A snapshot for readiness probes, touching neither broker nor database: connected (the
+   * current connections and channels are open), consuming (the queue, while the consumer is
+   * registered on a live channel), the last delivery's arrival (RabbitMQ pushes; {@code null}
+   * before the first, and an idle queue leaves it old), deliveries held on the settler thread
+   * for a retry backoff, a store outage or a return, and {@link IdempotentConsumer#storeHealth()}.
+   * During a reconnect {@code connected} is {@code false}. Thread-safe.
+   */
+  @Override
+  public ConsumerHealth health() {
+    Session current = session;
+    boolean live = current != null && current.isConsuming();
+    return new ConsumerHealth(isRunning(), live && !abandoned, live && isRunning() ? List.of(config.queue()) : List.of(),
+        lastDelivery, current == null ? 0 : current.held(), pipeline.storeHealth());
   }
 
   /**

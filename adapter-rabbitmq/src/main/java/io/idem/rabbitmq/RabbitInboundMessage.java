@@ -4,6 +4,7 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Envelope;
 import io.idem.InboundMessage;
+import io.idem.spi.DecodedHeaders;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
@@ -17,8 +18,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <ul>
  *   <li>{@link #source()}: the queue it was consumed from;
- *   <li>{@link #headers()}: the AMQP {@code headers} table. Text ({@code longstr}) values are
- *       decoded as strict UTF-8 — undecodable ones are left out and named in
+ *   <li>{@link #headers()}: the AMQP {@code headers} table, built with {@link DecodedHeaders} as
+ *       every adapter does. Text ({@code longstr}) values are decoded as strict UTF-8 — undecodable ones are left out and named in
  *       {@link #undecodableHeaders()}, never replaced; numbers, booleans and timestamps (as ISO-8601
  *       instants) are written as text; arrays and tables (such as {@code x-death}) are left out.
  *       Other AMQP properties ({@code content-type}, {@code correlation-id}, …) are not headers:
@@ -37,7 +38,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   private final byte[] body;
   private final int deliveryAttempt;
   private final Instant receivedAt;
-  private final AmqpHeaders headers;
+  private final DecodedHeaders headers;
 
   RabbitInboundMessage(
       String queue,
@@ -65,12 +66,12 @@ public final class RabbitInboundMessage implements InboundMessage {
 
   @Override
   public Map<String, String> headers() {
-    return headers.text;
+    return headers.text();
   }
 
   @Override
   public Set<String> undecodableHeaders() {
-    return headers.undecodable;
+    return headers.undecodable();
   }
 
   @Override
@@ -85,13 +86,16 @@ public final class RabbitInboundMessage implements InboundMessage {
   }
 
   /**
-   * Which delivery this is, from 1. On quorum queues RabbitMQ's {@code x-delivery-count} + 1:
-   * exact across consumers and restarts, and it counts every return — retries, channel or
-   * connection loss, shutdown with prefetched messages. On classic queues, which have no counter,
-   * the adapter counts redeliveries it saw itself (by {@code message-id} and payload), so the
-   * count starts again on another consumer instance or after a restart, and is at least 2 when
-   * RabbitMQ flags the delivery as {@linkplain #redelivered() redelivered}: a poison message may
-   * get more than {@code maxAttempts} deliveries in all, never fewer.
+   * Which attempt this is — handler runs, from 1. Read from the quorum queue's
+   * {@code x-delivery-count} + 1 where present, else {@code x-acquired-count} + 1 (RabbitMQ 4.x),
+   * else counted by the adapter (by {@code message-id} and payload; at least 2 when RabbitMQ flags
+   * the delivery as {@linkplain #redelivered() redelivered}); corrected by what this consumer saw:
+   * after a handler failure the next delivery is at least one attempt later even if the broker's
+   * counter did not move (RabbitMQ 4.3+ does not count a {@code basic.nack}), and a delivery handed
+   * back unrun after {@link RabbitConsumerConfig#maxHold()} keeps its attempt. What each RabbitMQ
+   * version counts: docs/BROKERS.md. Another consumer instance or a restart starts from the
+   * broker's counter (classic queues: from 2), so a poison message may get more than
+   * {@code maxAttempts} deliveries in all, never fewer.
    */
   @Override
   public int deliveryAttempt() {
@@ -147,7 +151,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   public String toString() {
     return "RabbitInboundMessage[queue=" + queue + ", messageId=" + properties.getMessageId()
         + ", tag=" + envelope.getDeliveryTag() + ", redelivered=" + envelope.isRedeliver()
-        + ", attempt=" + deliveryAttempt + ", headers=" + headers.text.keySet()
+        + ", attempt=" + deliveryAttempt + ", headers=" + headers.text().keySet()
         + ", payload=" + body.length + " bytes]";
   }
 }

@@ -19,6 +19,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -26,10 +27,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One generation of the consumer's broker state: a connection, its consuming channel, a
- * publisher-confirm channel for dead-letter copies, and the single settler thread that performs
- * every operation on those channels (acks, delayed nacks, dead-letter publishes, cancel), so that
- * no channel is used from two threads and no delivery tag is ever used on another channel.
+ * One generation of the consumer's broker state: a consuming connection with its consuming
+ * channel, a second connection with a publisher-confirm channel for dead-letter copies, and the
+ * single settler thread that performs every operation on those channels (acks, delayed returns,
+ * dead-letter publishes, cancel), so that no channel is used from two threads and no delivery tag
+ * is ever used on another channel.
+ *
+ * <p>Two connections, because RabbitMQ blocks every connection that publishes while a memory or
+ * disk alarm is in effect ({@code connection.blocked}): the consuming connection never publishes,
+ * so an alarm cannot stop its acks and returns — only the dead-letter publish waits (and fails
+ * after {@link RabbitConsumerConfig#confirmTimeout()}, leaving the original for redelivery).
  *
  * <p>When anything of it shuts down, the whole session is lost: it never comes back. Its
  * deliveries cannot be settled any more (RabbitMQ requeued them when the channel closed); the
@@ -37,6 +44,8 @@ import org.slf4j.LoggerFactory;
  */
 final class Session {
   private static final Logger LOG = LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
+  /** Appended to the connection name for the dead-letter publishing connection: {@value}. */
+  static final String DEAD_LETTER_CONNECTION_SUFFIX = ":dead-letters";
 
   /** An operation on the session's channels, run on its settler thread. */
   interface ChannelOp {
@@ -46,18 +55,21 @@ final class Session {
   final long generation;
   private final RabbitConsumerConfig config;
   private final Connection connection;
+  private final Connection publishing;
   private final Channel consume;
   private final Channel publish;
   private final ScheduledThreadPoolExecutor settler;
   private final AtomicBoolean open = new AtomicBoolean(true);
   private final AtomicReference<@Nullable Return> returned = new AtomicReference<>();
+  private final AtomicInteger held = new AtomicInteger();
   private volatile @Nullable String consumerTag;
 
   private Session(long generation, RabbitConsumerConfig config, Connection connection,
-      Channel consume, Channel publish) {
+      Connection publishing, Channel consume, Channel publish) {
     this.generation = generation;
     this.config = config;
     this.connection = connection;
+    this.publishing = publishing;
     this.consume = consume;
     this.publish = publish;
     this.settler = new ScheduledThreadPoolExecutor(1, r -> {
@@ -81,14 +93,17 @@ final class Session {
       Consumer<Delivery> sink,
       Consumer<Session> onLost) throws IOException, TimeoutException {
     Connection connection = factory.newConnection(config.connectionName());
+    Connection publishing = null;
     try {
       Topology.prepare(connection, config);
+      publishing = factory.newConnection(config.connectionName() + DEAD_LETTER_CONNECTION_SUFFIX);
       Channel consume = connection.createChannel();
-      Channel publish = connection.createChannel();
+      Channel publish = publishing.createChannel();
       publish.confirmSelect();
-      Session session = new Session(generation, config, connection, consume, publish);
+      Session session = new Session(generation, config, connection, publishing, consume, publish);
       publish.addReturnListener(session.returned::set);
       connection.addShutdownListener(cause -> session.lost(cause, onLost));
+      publishing.addShutdownListener(cause -> session.lost(cause, onLost));
       consume.addShutdownListener(cause -> session.lost(cause, onLost));
       publish.addShutdownListener(cause -> session.lost(cause, onLost));
       consume.basicQos(config.prefetch());
@@ -109,8 +124,37 @@ final class Session {
       return session;
     } catch (IOException | RuntimeException e) {
       closeQuietly(connection);
+      if (publishing != null) {
+        closeQuietly(publishing);
+      }
       throw e;
     }
+  }
+
+  /** Connection and channels open, and the consumer registered. */
+  boolean isConsuming() {
+    return open.get() && consumerTag != null && consume.isOpen() && publish.isOpen();
+  }
+
+  /** Deliveries waiting on the settler thread for a backoff, a store outage or a return. */
+  int held() {
+    return open.get() ? held.get() : 0;
+  }
+
+  /** The broker's version ({@code version} server property), e.g. {@code 3.10.8}; or "unknown". */
+  String serverVersion() {
+    Object version = connection.getServerProperties().get("version");
+    return version == null ? "unknown" : version.toString();
+  }
+
+  /** The connection that consumes and settles; it never publishes. For tests. */
+  Connection consumingConnection() {
+    return connection;
+  }
+
+  /** The connection dead-letter copies are published on. For tests. */
+  Connection publishingConnection() {
+    return publishing;
   }
 
   boolean isOpen() {
@@ -197,8 +241,10 @@ final class Session {
     if (!open.get()) {
       throw lostError(what);
     }
+    held.incrementAndGet();
     try {
       settler.schedule(() -> {
+        held.decrementAndGet();
         if (!open.get()) {
           LOG.debug("{} skipped: session {} is gone and RabbitMQ requeued the delivery", what, generation);
           return;
@@ -210,6 +256,7 @@ final class Session {
         }
       }, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException e) {
+      held.decrementAndGet();
       throw lostError(what);
     }
   }
@@ -282,6 +329,7 @@ final class Session {
       settler.shutdownNow();
     }
     closeQuietly(connection);
+    closeQuietly(publishing);
   }
 
   private static void closeQuietly(Connection connection) {

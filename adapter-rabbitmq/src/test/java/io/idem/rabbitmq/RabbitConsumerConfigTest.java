@@ -25,6 +25,8 @@ class RabbitConsumerConfigTest {
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.recoveryInterval()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.confirmTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(config.consumerTimeout()).isEqualTo(Duration.ofMinutes(30));
+    assertThat(config.maxHold()).isEqualTo(Duration.ofMinutes(25));
     assertThat(config.queueArguments())
         .containsExactly(
             org.assertj.core.api.Assertions.entry("x-queue-type", "classic"),
@@ -86,5 +88,19 @@ class RabbitConsumerConfigTest {
   void toStringHidesThePassword() {
     String text = RabbitConsumerConfig.builder("q").uri("amqp://user:secret@host:5672/%2F").build().toString();
     assertThat(text).contains("amqp://user:***@host").doesNotContain("secret");
+  }
+
+  @Test
+  void maxHoldMustEndBeforeTheBrokersConsumerTimeout() {
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").maxHold(Duration.ofMinutes(30)).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxHold must be below consumerTimeout (PT30M");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").maxHold(Duration.ZERO).build())
+        .hasMessageContaining("maxHold must be > 0");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueArgument("x-consumer-timeout", 60_000)
+        .maxHold(Duration.ofMinutes(1)).build())
+        .hasMessageContaining("below the queue's x-consumer-timeout (60000 ms)");
+    assertThat(RabbitConsumerConfig.builder("q").consumerTimeout(Duration.ofHours(2))
+        .maxHold(Duration.ofHours(1)).build().maxHold()).isEqualTo(Duration.ofHours(1));
   }
 }

@@ -1,0 +1,90 @@
+package io.idem.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import io.idem.fixtures.RabbitFixture;
+import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A connection factory for the fixture's RabbitMQ that records, per connection, the channel
+ * operations the adapter makes, and can hold the next {@code newConnection} until released. The
+ * adapter copies its factory with {@code clone()}, which keeps the subclass and shares these
+ * fields. Test code only; thread-safe.
+ */
+class RecordingConnectionFactory extends ConnectionFactory {
+  /** One channel operation: on which connection (by its name) and which method. */
+  record Op(String connection, int connectionNumber, String method) {}
+
+  final List<Op> ops = new CopyOnWriteArrayList<>();
+  final List<Connection> connections = new CopyOnWriteArrayList<>();
+  private final AtomicReference<CountDownLatch> gate = new AtomicReference<>();
+  final CountDownLatch gateReached = new CountDownLatch(1);
+
+  RecordingConnectionFactory() throws Exception {
+    setUri(RabbitFixture.shared().uri());
+  }
+
+  /** The next {@code newConnection} waits until the returned latch is counted down. */
+  CountDownLatch holdNextConnection() {
+    CountDownLatch release = new CountDownLatch(1);
+    gate.set(release);
+    return release;
+  }
+
+  @Override
+  public Connection newConnection(String clientProvidedName) throws IOException, TimeoutException {
+    CountDownLatch release = gate.getAndSet(null);
+    if (release != null) {
+      gateReached.countDown();
+      try {
+        release.await(60, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while held", e);
+      }
+    }
+    Connection real = super.newConnection(clientProvidedName);
+    int number = connections.size();
+    Connection proxy = (Connection) Proxy.newProxyInstance(getClass().getClassLoader(),
+        new Class<?>[] {Connection.class}, (p, method, args) -> {
+          Object result = invoke(real, method, args);
+          if (method.getName().equals("createChannel") && result != null) {
+            return channel((Channel) result, clientProvidedName, number);
+          }
+          return result;
+        });
+    connections.add(real);
+    return proxy;
+  }
+
+  private Channel channel(Channel real, String connection, int number) {
+    return (Channel) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Channel.class},
+        (p, method, args) -> {
+          ops.add(new Op(connection, number, method.getName()));
+          return invoke(real, method, args);
+        });
+  }
+
+  /** The operations named {@code method}, in order. */
+  List<Op> ops(String method) {
+    return ops.stream().filter(op -> op.method().equals(method)).toList();
+  }
+
+  private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+}
