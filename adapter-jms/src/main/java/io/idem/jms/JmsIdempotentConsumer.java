@@ -1,16 +1,16 @@
 package io.idem.jms;
 
 import io.idem.BrokerConsumer;
+import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
-import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
-import jakarta.jms.QueueBrowser;
-import jakarta.jms.Session;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -124,6 +124,7 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
   private final List<JmsWorker> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private State state = State.NEW;
+  private @Nullable JmsBrokerLimits limits;
 
   private JmsIdempotentConsumer(JmsConsumerConfig config, IdempotentConsumer<?> pipeline) {
     this.config = config;
@@ -164,8 +165,17 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       if (config.verifyDeadLetterQueue()) {
         verifyDeadLetterQueue();
       }
+      JmsBrokerLimits brokerLimits = JmsBrokerLimits.of(config);
+      brokerLimits.requireNothingDropped(config, pipeline.retryPolicy().maxAttempts());
+      limits = brokerLimits;
+      if (brokerLimits.deadLetterAddress() != null
+          && !brokerLimits.deadLetterAddress().equals(config.deadLetterQueue())) {
+        LOG.warn("the broker moves messages of {} it gives up on to '{}', Idem's dead letters go to"
+            + " '{}': two places to watch ({})", config.queue(), brokerLimits.deadLetterAddress(),
+            config.deadLetterQueue(), brokerLimits);
+      }
       for (int i = 0; i < config.concurrency(); i++) {
-        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i);
+        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i, brokerLimits);
         workers.add(worker);
         worker.connect();
       }
@@ -185,37 +195,24 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       thread.start();
     }
     state = State.RUNNING;
-    LOG.info("JMS consumer started: group '{}', queue {}, {} workers, max attempts {}",
-        pipeline.consumerGroup(), config.queue(), config.concurrency(), pipeline.retryPolicy().maxAttempts());
+    LOG.info("JMS consumer started: group '{}', queue {}, {} workers, max attempts {}; broker: {}",
+        pipeline.consumerGroup(), config.queue(), config.concurrency(), maxAttempts(), limits);
     LOG.debug("JMS consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
   }
 
   private void verifyDeadLetterQueue() {
     String dlq = config.deadLetterQueue();
-    try (Connection c = config.connectionFactory().createConnection()) {
-      Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
-      QueueBrowser browser = s.createBrowser(s.createQueue(dlq));
-      browser.getEnumeration().hasMoreElements();
-      browser.close();
-    } catch (jakarta.jms.InvalidDestinationException e) {
-      throw missingDeadLetterQueue(dlq, e);
-    } catch (JMSException e) {
-      String text = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
-      if (text.contains("does not exist") || text.contains("no queue") || text.contains("not exist")
-          || text.contains("not found")) {
-        throw missingDeadLetterQueue(dlq, e);
-      }
-      throw new IdempotencyException("could not check dead-letter queue '" + dlq + "' of "
-          + config.queue() + ": " + e, e);
+    if (!JmsBrokerLimits.queueExists(config, dlq)) {
+      throw missingDeadLetterQueue(dlq);
     }
   }
 
-  private IdempotencyException missingDeadLetterQueue(String dlq, JMSException e) {
+  private IdempotencyException missingDeadLetterQueue(String dlq) {
     return new IdempotencyException("dead-letter queue '" + dlq + "' for queue '" + config.queue()
-        + "' does not exist (provider: " + e.getMessage() + "). Create it before starting:"
+        + "' does not exist (the provider refused to browse it). Create it before starting:"
         + " a broker such as ActiveMQ Artemis drops a message whose dead-letter address has no"
         + " queue, so consuming without it could lose messages. (To skip this check set"
-        + " JmsConsumerConfig.Builder.verifyDeadLetterQueue(false).)", e);
+        + " JmsConsumerConfig.Builder.verifyDeadLetterQueue(false).)");
   }
 
   /**
@@ -274,6 +271,42 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
   @Override
   public synchronized boolean isRunning() {
     return state == State.RUNNING && workers.stream().noneMatch(JmsWorker::failed);
+  }
+
+  /**
+   * The attempt at which a failing message is dead-lettered: the lower of the pipeline's {@code
+   * RetryPolicy.maxAttempts()} and the broker's {@code max-delivery-attempts} (known after {@link
+   * #start()}).
+   */
+  public synchronized int maxAttempts() {
+    int idem = pipeline.retryPolicy().maxAttempts();
+    JmsBrokerLimits l = limits;
+    return l != null && l.limited() ? Math.min(idem, l.maxDeliveryAttempts()) : idem;
+  }
+
+  /**
+   * What the consumer is doing, for readiness probes: running ({@link #isRunning()}); connected
+   * (every worker holds a connection on which the provider reported no exception; {@code false}
+   * while one reconnects); consuming ({@link JmsConsumerConfig#queue()} while at least one worker
+   * is connected); the last receive that returned without an error (an empty wait of {@link
+   * JmsConsumerConfig#receiveTimeout()} counts: an idle queue is healthy); the messages workers
+   * hold in their sessions for a retry backoff or a store outage; and the pipeline's
+   * {@code storeHealth()}. Thread-safe; touches neither broker nor database.
+   */
+  @Override
+  public ConsumerHealth health() {
+    boolean running = isRunning();
+    List<JmsWorker> snapshot;
+    synchronized (this) {
+      snapshot = List.copyOf(workers);
+    }
+    boolean connected = running && !snapshot.isEmpty() && snapshot.stream().allMatch(JmsWorker::connected);
+    boolean anyConnected = running && snapshot.stream().anyMatch(JmsWorker::connected);
+    Instant last = snapshot.stream().map(JmsWorker::lastReceive).filter(Objects::nonNull)
+        .max(Instant::compareTo).orElse(null);
+    int held = (int) snapshot.stream().filter(JmsWorker::holding).count();
+    return new ConsumerHealth(running, connected, anyConnected ? List.of(config.queue()) : List.of(),
+        last, held, pipeline.storeHealth());
   }
 
   @Override
