@@ -40,22 +40,32 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>The attempt number is the broker's {@code JMSXDeliveryCount}: it counts every delivery,
- *       including ones after a crash.
- *   <li>Spacing between deliveries is the broker's: the JMS API has no per-message delay on
- *       rollback. Configure it on the broker (Artemis: {@code redelivery-delay},
- *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) to match the
- *       pipeline's backoff. On a provider without a redelivery delay, turn on
- *       {@link JmsConsumerConfig#holdForRetryBackoff()}: the worker then holds the failed message
- *       for the pipeline's backoff before rolling back.
+ *       including ones after a crash. On ActiveMQ Artemis messages prefetched by the client and
+ *       released unstarted at close do not raise it (measured on 2.56).
+ *   <li>Spacing: the JMS API has no per-message delay on rollback, and Artemis' default
+ *       {@code redelivery-delay} is 0. With {@link JmsConsumerConfig#holdForRetryBackoff()} (the
+ *       default) the worker holds the failed message in its open transaction for the pipeline's
+ *       backoff, less the broker's own redelivery delay where known, before rolling back; only
+ *       that worker waits, and {@link #close()} cuts the hold short.
+ *   <li>The broker's limit: {@link #start()} reads the queue's {@code max-delivery-attempts} and
+ *       dead-letter address (Artemis management messages on {@code activemq.management}, when the
+ *       connection factory is Artemis'; for other providers declared with
+ *       {@link JmsConsumerConfig.Builder#brokerMaxDeliveryAttempts(int)} and
+ *       {@link JmsConsumerConfig.Builder#brokerDeadLetterQueue(String)}, and a start-up error when
+ *       undeclared). It refuses to start when the broker could drop a message (a limit and no
+ *       dead-letter address, or one with no queue and {@code auto-create-dead-letter-resources}
+ *       off: Artemis drops such a message, AMQ222148).
  *   <li>When the pipeline gives up (its {@code RetryPolicy.maxAttempts()} reached, a
  *       non-retryable failure, no key, a payload conflict) the adapter sends a copy carrying the
  *       reason to {@link JmsConsumerConfig#deadLetterQueue()} and consumes the original in the
- *       same JMS transaction: atomic, with the reason.
- *   <li>The broker's own limit (Artemis {@code max-delivery-attempts}, default 10) stays as the
- *       backstop for messages that never reach the pipeline's decision (a handler that crashes the
- *       JVM every time, an unreadable message): the broker then moves the message to its
- *       dead-letter address without Idem's reason. Set it higher than the pipeline's
- *       {@code maxAttempts}, and set the broker's dead-letter address to the same queue.
+ *       same JMS transaction: atomic, with the reason. When the broker's limit is lower, the
+ *       delivery at that limit is dead-lettered the same way instead of rolled back (see
+ *       {@link JmsAcknowledgement}), so a failing handler is dead-lettered at the lower of the two
+ *       ({@link #maxAttempts()}) and never by the broker.
+ *   <li>The broker's own limit stays the backstop for messages that never reach the pipeline's
+ *       decision (a handler that crashes the JVM every time, an unreadable message): the broker
+ *       then moves the message to its dead-letter address without Idem's reason. Set that address
+ *       to the same queue as Idem's.
  *   <li>Database outages: the pipeline never dead-letters for a
  *       {@link io.idem.StoreUnavailableException}, and the worker does not roll back for one
  *       either (a rollback would raise {@code JMSXDeliveryCount} toward the broker's
@@ -67,8 +77,7 @@ import org.slf4j.LoggerFactory;
  *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
  *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
  *       and refuses to start when the provider says it does not exist (with auto-create enabled,
- *       Artemis creates it instead). The adapter cannot see which dead-letter address the broker
- *       uses for its backstop: keep it the same queue.
+ *       Artemis creates it instead).
  * </ul>
  *
  * <h2>Keys</h2>
@@ -152,8 +161,11 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
    *
    * @throws IllegalStateException when already started or closed
    * @throws IdempotencyException when the dead-letter queue does not exist (and
-   *     {@link JmsConsumerConfig#verifyDeadLetterQueue()} is on), or the provider refused a
-   *     connection, the queue or the selector; everything opened so far is closed again
+   *     {@link JmsConsumerConfig#verifyDeadLetterQueue()} is on); when the broker's redelivery
+   *     limit cannot be read (not Artemis and not declared, or management refused) or the broker
+   *     could drop a message at that limit (the message names the setting, its value and the fix);
+   *     or the provider refused a connection, the queue or the selector; everything opened so far
+   *     is closed again
    */
   @Override
   public synchronized void start() {
