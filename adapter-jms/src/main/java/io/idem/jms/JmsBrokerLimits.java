@@ -5,9 +5,10 @@ import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
 import jakarta.jms.Message;
 import jakarta.jms.QueueBrowser;
-import jakarta.jms.QueueRequestor;
-import jakarta.jms.QueueSession;
+import jakarta.jms.MessageConsumer;
+import jakarta.jms.MessageProducer;
 import jakarta.jms.Session;
+import jakarta.jms.TemporaryQueue;
 import jakarta.jms.TextMessage;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,6 +49,8 @@ record JmsBrokerLimits(
 
   /** Artemis' default management address. */
   static final String ARTEMIS_MANAGEMENT_ADDRESS = "activemq.management";
+  /** How long a management request waits for its answer. */
+  static final Duration MANAGEMENT_TIMEOUT = Duration.ofSeconds(10);
   /** Artemis' default {@code max-delivery-attempts} when no address setting names one. */
   static final int ARTEMIS_DEFAULT_MAX_DELIVERY_ATTEMPTS = 10;
 
@@ -107,7 +110,14 @@ record JmsBrokerLimits(
 
   private static JmsBrokerLimits artemis(JmsConsumerConfig config) {
     String address = config.queue();
-    Object settings = manage(config, "broker", "getAddressSettingsAsJSON", address);
+    Object settings;
+    try {
+      settings = manage(config, "broker", "getAddressSettingsAsJSON", address);
+    } catch (ManagementFailure e) {
+      throw new IdempotencyException(e.getMessage() + ": cannot read the redelivery limit of queue '"
+          + address + "'. Allow this user to manage the broker, or declare the limit with"
+          + " JmsConsumerConfig.Builder.brokerMaxDeliveryAttempts(n) and brokerDeadLetterQueue(name).", e);
+    }
     Map<?, ?> json = settings instanceof String s && MiniJson.parse(s) instanceof Map<?, ?> m ? m : Map.of();
     int max = json.get("maxDeliveryAttempts") instanceof Number n ? n.intValue() : ARTEMIS_DEFAULT_MAX_DELIVERY_ATTEMPTS;
     String dla = json.get("deadLetterAddress") instanceof String s && !s.isBlank() ? s : null;
@@ -214,19 +224,22 @@ record JmsBrokerLimits(
     params.append(']');
     try (Connection c = config.connectionFactory().createConnection()) {
       c.start();
-      QueueSession session = (QueueSession) c.createSession(false, Session.AUTO_ACKNOWLEDGE);
-      QueueRequestor requestor = new QueueRequestor(session, session.createQueue(ARTEMIS_MANAGEMENT_ADDRESS));
+      Session session = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+      TemporaryQueue replies = session.createTemporaryQueue();
       TextMessage request = session.createTextMessage(params.toString());
       request.setStringProperty("_AMQ_ResourceName", resource);
       request.setStringProperty("_AMQ_OperationName", operation);
-      Message reply = requestor.request(request);
-      requestor.close();
-      Object body = reply instanceof TextMessage t && t.getText() != null ? MiniJson.parse(t.getText()) : null;
-      Object result = body instanceof List<?> list && !list.isEmpty() ? list.get(0) : body;
-      if (!Boolean.TRUE.equals(reply.getObjectProperty("_AMQ_OperationSucceeded"))) {
-        throw new ManagementFailure("Artemis management " + resource + "." + operation + " failed: " + result);
+      request.setJMSReplyTo(replies);
+      try (MessageConsumer answers = session.createConsumer(replies);
+          MessageProducer producer = session.createProducer(session.createQueue(ARTEMIS_MANAGEMENT_ADDRESS))) {
+        producer.send(request);
+        Message reply = answers.receive(MANAGEMENT_TIMEOUT.toMillis());
+        if (reply == null) {
+          throw new JMSException("no answer within " + MANAGEMENT_TIMEOUT.toSeconds() + " s (is the"
+              + " broker's management-address '" + ARTEMIS_MANAGEMENT_ADDRESS + "'?)");
+        }
+        return result(reply, resource, operation);
       }
-      return result;
     } catch (ClassCastException | JMSException | IllegalArgumentException e) {
       throw new IdempotencyException("could not read the broker's redelivery limit for queue '"
           + config.queue() + "' from ActiveMQ Artemis management (" + resource + "." + operation
@@ -234,6 +247,16 @@ record JmsBrokerLimits(
           + " messages, or declare the limit with JmsConsumerConfig.Builder.brokerMaxDeliveryAttempts(n)"
           + " and brokerDeadLetterQueue(name).", e);
     }
+  }
+
+  /** The result a management reply carries (the first element of its JSON array body). */
+  private static @Nullable Object result(Message reply, String resource, String operation) throws JMSException {
+    Object body = reply instanceof TextMessage t && t.getText() != null ? MiniJson.parse(t.getText()) : null;
+    Object result = body instanceof List<?> list && !list.isEmpty() ? list.get(0) : body;
+    if (!Boolean.TRUE.equals(reply.getObjectProperty("_AMQ_OperationSucceeded"))) {
+      throw new ManagementFailure("Artemis management " + resource + "." + operation + " failed: " + result);
+    }
+    return result;
   }
 
   /** The little JSON the management replies use: objects, arrays, strings, numbers, booleans, null. */
