@@ -1,5 +1,6 @@
 package io.idem.jms;
 
+import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyException;
 import io.idem.spi.Acknowledgement;
@@ -36,13 +37,20 @@ import org.slf4j.LoggerFactory;
  *       <td>persistent send of the copy, then {@code acknowledge()}</td></tr>
  * </table>
  *
- * <p>Retry delay: the JMS API has no per-message redelivery delay. By default the {@code delay}
- * the pipeline asks for is not applied here; the broker's redelivery setting spaces the
- * redeliveries (ActiveMQ Artemis: address setting {@code redelivery-delay}, with
- * {@code redelivery-delay-multiplier} and {@code max-redelivery-delay}): match them to the
- * pipeline's {@link io.idem.RetryPolicy}. With {@link JmsConsumerConfig#holdForRetryBackoff()}
- * the message is held for {@code delay} before the rollback instead, so it comes back no sooner
- * than {@code delay} on any provider.
+ * <p>Retry delay: the JMS API has no per-message redelivery delay. With {@link
+ * JmsConsumerConfig#holdForRetryBackoff()} (the default) the message is held for {@code delay}
+ * (less the broker's own redelivery delay, where known) before the rollback, so it comes back no
+ * sooner than {@code delay} on any provider; without it the broker's redelivery setting alone
+ * spaces the redeliveries (ActiveMQ Artemis: {@code redelivery-delay}, default 0).
+ *
+ * <p>Broker limit: when this delivery is the broker's last ({@code JMSXDeliveryCount} has reached
+ * the broker's {@code max-delivery-attempts}, read or declared at start) a rollback would let the
+ * broker move the message without a reason, or drop it. {@link #retry(Duration)} then dead-letters
+ * it instead, with cause {@code MAX_ATTEMPTS_EXCEEDED} and a detail naming the broker's limit, so
+ * Idem dead-letters at the lower of its {@code maxAttempts} and the broker's limit. That copy
+ * carries no key and no exception class (the pipeline does not hand them to {@code retry}; the
+ * original's properties, the key property among them, are on the copy), and the pipeline reports
+ * the outcome as {@code RETRY} to its listeners.
  *
  * <p>Store outages: a rollback or {@code recover()} raises {@code JMSXDeliveryCount}, and the
  * broker moves the message to its dead-letter address after {@code max-delivery-attempts}, so a
@@ -84,13 +92,21 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private final Message message;
   private final String queue;
   private final Consumer<Duration> hold;
+  private final int attempt;
+  private final int brokerLimit;
+  private final String consumerGroup;
+  private final String limitSource;
   private boolean settled;
+  private boolean deadLetteredAtBrokerLimit;
   private boolean released;
   private @Nullable Duration heldForStore;
 
   /**
    * @param hold waits before a retry's rollback (the worker's interruptible hold), or does
    *     nothing when {@link JmsConsumerConfig#holdForRetryBackoff()} is off
+   * @param attempt this delivery's {@code JMSXDeliveryCount}
+   * @param brokerLimit the broker's {@code max-delivery-attempts}, {@link Integer#MAX_VALUE} for none
+   * @param limitSource where {@code brokerLimit} was read, for the dead-letter detail
    */
   JmsAcknowledgement(
       Session session,
@@ -98,8 +114,16 @@ public final class JmsAcknowledgement implements Acknowledgement {
       MessageProducer deadLetterProducer,
       Message message,
       String queue,
-      Consumer<Duration> hold) {
+      Consumer<Duration> hold,
+      int attempt,
+      int brokerLimit,
+      String consumerGroup,
+      String limitSource) {
     this.hold = hold;
+    this.attempt = attempt;
+    this.brokerLimit = brokerLimit;
+    this.consumerGroup = consumerGroup;
+    this.limitSource = limitSource;
     this.session = session;
     this.mode = mode;
     this.deadLetterProducer = deadLetterProducer;
@@ -128,15 +152,27 @@ public final class JmsAcknowledgement implements Acknowledgement {
   }
 
   /**
-   * Rolls back (or recovers) the session; the broker redelivers after its own redelivery delay.
+   * Rolls back (or recovers) the session after holding the message for {@code delay} (see the
+   * class description); on the broker's last delivery dead-letters it instead.
    *
    * @param delay the pipeline's backoff; held before the rollback only with
-   *     {@link JmsConsumerConfig#holdForRetryBackoff()} (see the class description)
-   * @throws IdempotencyException when the rollback or recover failed
+   *     {@link JmsConsumerConfig#holdForRetryBackoff()}
+   * @throws IdempotencyException when the rollback or recover (or the dead-letter move) failed
    */
   @Override
   public void retry(Duration delay) {
     settleOnce();
+    if (attempt >= brokerLimit) {
+      deadLetteredAtBrokerLimit = true;
+      moveToDeadLetterQueue(new DeadLetterReason(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
+          "handler failed on attempt " + attempt + ", the broker's last delivery: its"
+              + " max-delivery-attempts is " + brokerLimit + " (" + limitSource + "), below the"
+              + " pipeline's RetryPolicy.maxAttempts, so Idem dead-letters now rather than let the"
+              + " broker move or drop the message without a reason (the failure is in the"
+              + " pipeline's WARN log line for this attempt)",
+          consumerGroup, null, attempt, null));
+      return;
+    }
     LOG.debug("retry of a message of {} requested with a {} ms backoff", queue, delay.toMillis());
     hold.accept(delay);
     try {
@@ -193,6 +229,11 @@ public final class JmsAcknowledgement implements Acknowledgement {
     return released;
   }
 
+  /** Whether {@link #retry(Duration)} dead-lettered because this was the broker's last delivery. */
+  boolean deadLetteredAtBrokerLimit() {
+    return deadLetteredAtBrokerLimit;
+  }
+
   /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
   @Nullable Duration heldForStore() {
     return heldForStore;
@@ -207,6 +248,10 @@ public final class JmsAcknowledgement implements Acknowledgement {
   @Override
   public void deadLetter(DeadLetterReason reason) {
     settleOnce();
+    moveToDeadLetterQueue(reason);
+  }
+
+  private void moveToDeadLetterQueue(DeadLetterReason reason) {
     try {
       Message copy = copyOf(reason);
       deadLetterProducer.send(copy, DeliveryMode.PERSISTENT, priority(), Message.DEFAULT_TIME_TO_LIVE);

@@ -10,8 +10,11 @@ import org.jspecify.annotations.Nullable;
  * {@link #builder(ConnectionFactory, String, String)}; {@link Builder#build()} validates and names
  * the setting and value in its message.
  *
- * <p>Redelivery spacing and the broker-side limit come from the broker, not from here: see
- * {@link JmsIdempotentConsumer} for how they relate to the pipeline's {@link io.idem.RetryPolicy}.
+ * <p>The broker's own redelivery limit and dead-letter address are read at {@link
+ * JmsIdempotentConsumer#start()} from ActiveMQ Artemis (management messages), or declared here for
+ * other providers ({@link Builder#brokerMaxDeliveryAttempts(int)}, {@link
+ * Builder#brokerDeadLetterQueue(String)}); see {@link JmsIdempotentConsumer} for how they relate to
+ * the pipeline's {@link io.idem.RetryPolicy}.
  */
 public final class JmsConsumerConfig {
 
@@ -27,8 +30,13 @@ public final class JmsConsumerConfig {
   public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofSeconds(1);
   /** Default {@link #verifyDeadLetterQueue()}: {@value}. */
   public static final boolean DEFAULT_VERIFY_DEAD_LETTER_QUEUE = true;
-  /** Default {@link #holdForRetryBackoff()}: {@value} (the broker's redelivery delay applies). */
-  public static final boolean DEFAULT_HOLD_FOR_RETRY_BACKOFF = false;
+  /**
+   * Default {@link #holdForRetryBackoff()}: {@value} (the pipeline's backoff is honoured even when
+   * the broker has no redelivery delay, which is Artemis' default).
+   */
+  public static final boolean DEFAULT_HOLD_FOR_RETRY_BACKOFF = true;
+  /** {@link Builder#brokerMaxDeliveryAttempts(int)} of a broker that redelivers forever: {@value}. */
+  public static final int BROKER_UNLIMITED = -1;
 
   private final ConnectionFactory connectionFactory;
   private final String queue;
@@ -41,8 +49,12 @@ public final class JmsConsumerConfig {
   private final boolean verifyDeadLetterQueue;
   private final boolean holdForRetryBackoff;
   private final @Nullable String messageSelector;
+  private final @Nullable Integer brokerMaxDeliveryAttempts;
+  private final @Nullable String brokerDeadLetterQueue;
 
   private JmsConsumerConfig(Builder b) {
+    this.brokerMaxDeliveryAttempts = b.brokerMaxDeliveryAttempts;
+    this.brokerDeadLetterQueue = b.brokerDeadLetterQueue;
     this.connectionFactory = b.connectionFactory;
     this.queue = b.queue;
     this.deadLetterQueue = b.deadLetterQueue;
@@ -130,15 +142,35 @@ public final class JmsConsumerConfig {
   }
 
   /**
-   * Whether a failed message is held, with its JMS transaction (or session) still open and its
-   * worker idle, for the pipeline's backoff ({@code RetryPolicy.backoff(attempt)}) before the
-   * rollback or recover. Off by default: the broker's redelivery delay spaces redeliveries. Turn
-   * it on for providers without a redelivery delay (IBM MQ, for one) or to make the pipeline's
-   * backoff apply everywhere; a broker delay, if configured, then adds to it. {@link
-   * JmsIdempotentConsumer#close()} cuts a hold short.
+   * Whether a failed message is held, with its JMS transaction (or session) still open, for the
+   * pipeline's backoff ({@code RetryPolicy.backoff(attempt)}) before the rollback or recover. On
+   * by default: the JMS API has no per-message redelivery delay, and ActiveMQ Artemis' default
+   * {@code redelivery-delay} is 0, so without the hold every attempt would come back at once. The
+   * hold blocks only the worker that holds the message (each worker has its own session); it is
+   * shortened by the broker's own delay where the adapter knows it (Artemis {@code
+   * redelivery-delay}, {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}, read at
+   * start), so the two do not add up; {@link JmsIdempotentConsumer#close()} cuts it short (the
+   * message is then rolled back). Off: the broker's redelivery delay alone spaces redeliveries.
    */
   public boolean holdForRetryBackoff() {
     return holdForRetryBackoff;
+  }
+
+  /**
+   * The broker's redelivery limit as declared with {@link Builder#brokerMaxDeliveryAttempts(int)},
+   * or {@code null} when undeclared (then read from ActiveMQ Artemis at start; with any other
+   * provider {@link JmsIdempotentConsumer#start()} refuses to start).
+   */
+  public @Nullable Integer brokerMaxDeliveryAttempts() {
+    return brokerMaxDeliveryAttempts;
+  }
+
+  /**
+   * The queue the broker moves a message to at its limit, as declared with {@link
+   * Builder#brokerDeadLetterQueue(String)}, or {@code null} (none: the broker drops it).
+   */
+  public @Nullable String brokerDeadLetterQueue() {
+    return brokerDeadLetterQueue;
   }
 
   /** A JMS message selector, or {@code null} for every message. */
@@ -153,6 +185,8 @@ public final class JmsConsumerConfig {
         + ", receiveTimeout=" + receiveTimeout + ", shutdownTimeout=" + shutdownTimeout
         + ", reconnectBackoff=" + reconnectBackoff + ", verifyDeadLetterQueue=" + verifyDeadLetterQueue
         + ", holdForRetryBackoff=" + holdForRetryBackoff + ", messageSelector=" + messageSelector
+        + ", brokerMaxDeliveryAttempts=" + brokerMaxDeliveryAttempts
+        + ", brokerDeadLetterQueue=" + brokerDeadLetterQueue
         + ", connectionFactory=" + connectionFactory.getClass().getName() + "]";
   }
 
@@ -169,6 +203,8 @@ public final class JmsConsumerConfig {
     private boolean verifyDeadLetterQueue = DEFAULT_VERIFY_DEAD_LETTER_QUEUE;
     private boolean holdForRetryBackoff = DEFAULT_HOLD_FOR_RETRY_BACKOFF;
     private @Nullable String messageSelector;
+    private @Nullable Integer brokerMaxDeliveryAttempts;
+    private @Nullable String brokerDeadLetterQueue;
 
     private Builder(ConnectionFactory connectionFactory, String queue, String deadLetterQueue) {
       this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
@@ -222,6 +258,31 @@ public final class JmsConsumerConfig {
       return this;
     }
 
+    /**
+     * Declares the broker's redelivery limit for the queue: the delivery count after which the
+     * broker itself stops redelivering (moves the message to {@link #brokerDeadLetterQueue} or
+     * drops it), or {@link JmsConsumerConfig#BROKER_UNLIMITED}. Required for providers other than
+     * ActiveMQ Artemis (whose address settings are read at start instead; a declared value is used
+     * as it is and Artemis is not asked, for users who may not send management messages). Idem
+     * then dead-letters, with its reason, at the lower of this and {@code RetryPolicy.maxAttempts()}.
+     * Default undeclared; at least 1, or {@link JmsConsumerConfig#BROKER_UNLIMITED}.
+     */
+    public Builder brokerMaxDeliveryAttempts(int value) {
+      this.brokerMaxDeliveryAttempts = value;
+      return this;
+    }
+
+    /**
+     * Declares where the broker moves a message at {@link #brokerMaxDeliveryAttempts(int)}
+     * (ActiveMQ Classic: {@code ActiveMQ.DLQ}; IBM MQ: the backout queue); {@code null}, the
+     * default, means nowhere: with a limited broker {@link JmsIdempotentConsumer#start()} then
+     * refuses to start, since the broker would drop a message. Checked to exist at start.
+     */
+    public Builder brokerDeadLetterQueue(@Nullable String value) {
+      this.brokerDeadLetterQueue = value == null || value.isBlank() ? null : value;
+      return this;
+    }
+
     /** Default none (every message). */
     public Builder messageSelector(@Nullable String value) {
       this.messageSelector = value == null || value.isBlank() ? null : value;
@@ -255,6 +316,11 @@ public final class JmsConsumerConfig {
       }
       if (reconnectBackoff.isNegative() || reconnectBackoff.isZero()) {
         throw new IllegalArgumentException("reconnectBackoff must be > 0, but was " + reconnectBackoff);
+      }
+      if (brokerMaxDeliveryAttempts != null && brokerMaxDeliveryAttempts < 1
+          && brokerMaxDeliveryAttempts != BROKER_UNLIMITED) {
+        throw new IllegalArgumentException("brokerMaxDeliveryAttempts must be >= 1 or BROKER_UNLIMITED ("
+            + BROKER_UNLIMITED + "), but was " + brokerMaxDeliveryAttempts);
       }
       return new JmsConsumerConfig(this);
     }

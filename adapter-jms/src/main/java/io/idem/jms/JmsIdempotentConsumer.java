@@ -1,16 +1,16 @@
 package io.idem.jms;
 
 import io.idem.BrokerConsumer;
+import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
-import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
-import jakarta.jms.QueueBrowser;
-import jakarta.jms.Session;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,22 +40,32 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>The attempt number is the broker's {@code JMSXDeliveryCount}: it counts every delivery,
- *       including ones after a crash.
- *   <li>Spacing between deliveries is the broker's: the JMS API has no per-message delay on
- *       rollback. Configure it on the broker (Artemis: {@code redelivery-delay},
- *       {@code redelivery-delay-multiplier}, {@code max-redelivery-delay}) to match the
- *       pipeline's backoff. On a provider without a redelivery delay, turn on
- *       {@link JmsConsumerConfig#holdForRetryBackoff()}: the worker then holds the failed message
- *       for the pipeline's backoff before rolling back.
+ *       including ones after a crash. On ActiveMQ Artemis messages prefetched by the client and
+ *       released unstarted at close do not raise it (measured on 2.56).
+ *   <li>Spacing: the JMS API has no per-message delay on rollback, and Artemis' default
+ *       {@code redelivery-delay} is 0. With {@link JmsConsumerConfig#holdForRetryBackoff()} (the
+ *       default) the worker holds the failed message in its open transaction for the pipeline's
+ *       backoff, less the broker's own redelivery delay where known, before rolling back; only
+ *       that worker waits, and {@link #close()} cuts the hold short.
+ *   <li>The broker's limit: {@link #start()} reads the queue's {@code max-delivery-attempts} and
+ *       dead-letter address (Artemis management messages on {@code activemq.management}, when the
+ *       connection factory is Artemis'; for other providers declared with
+ *       {@link JmsConsumerConfig.Builder#brokerMaxDeliveryAttempts(int)} and
+ *       {@link JmsConsumerConfig.Builder#brokerDeadLetterQueue(String)}, and a start-up error when
+ *       undeclared). It refuses to start when the broker could drop a message (a limit and no
+ *       dead-letter address, or one with no queue and {@code auto-create-dead-letter-resources}
+ *       off: Artemis drops such a message, AMQ222148).
  *   <li>When the pipeline gives up (its {@code RetryPolicy.maxAttempts()} reached, a
  *       non-retryable failure, no key, a payload conflict) the adapter sends a copy carrying the
  *       reason to {@link JmsConsumerConfig#deadLetterQueue()} and consumes the original in the
- *       same JMS transaction: atomic, with the reason.
- *   <li>The broker's own limit (Artemis {@code max-delivery-attempts}, default 10) stays as the
- *       backstop for messages that never reach the pipeline's decision (a handler that crashes the
- *       JVM every time, an unreadable message): the broker then moves the message to its
- *       dead-letter address without Idem's reason. Set it higher than the pipeline's
- *       {@code maxAttempts}, and set the broker's dead-letter address to the same queue.
+ *       same JMS transaction: atomic, with the reason. When the broker's limit is lower, the
+ *       delivery at that limit is dead-lettered the same way instead of rolled back (see
+ *       {@link JmsAcknowledgement}), so a failing handler is dead-lettered at the lower of the two
+ *       ({@link #maxAttempts()}) and never by the broker.
+ *   <li>The broker's own limit stays the backstop for messages that never reach the pipeline's
+ *       decision (a handler that crashes the JVM every time, an unreadable message): the broker
+ *       then moves the message to its dead-letter address without Idem's reason. Set that address
+ *       to the same queue as Idem's.
  *   <li>Database outages: the pipeline never dead-letters for a
  *       {@link io.idem.StoreUnavailableException}, and the worker does not roll back for one
  *       either (a rollback would raise {@code JMSXDeliveryCount} toward the broker's
@@ -67,8 +77,7 @@ import org.slf4j.LoggerFactory;
  *   <li>Missing dead-letter queue: ActiveMQ Artemis drops a message whose dead-letter address has
  *       no queue. {@link #start()} therefore browses {@link JmsConsumerConfig#deadLetterQueue()}
  *       and refuses to start when the provider says it does not exist (with auto-create enabled,
- *       Artemis creates it instead). The adapter cannot see which dead-letter address the broker
- *       uses for its backstop: keep it the same queue.
+ *       Artemis creates it instead).
  * </ul>
  *
  * <h2>Keys</h2>
@@ -124,6 +133,7 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
   private final List<JmsWorker> workers = new ArrayList<>();
   private final List<Thread> threads = new ArrayList<>();
   private State state = State.NEW;
+  private @Nullable JmsBrokerLimits limits;
 
   private JmsIdempotentConsumer(JmsConsumerConfig config, IdempotentConsumer<?> pipeline) {
     this.config = config;
@@ -151,8 +161,11 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
    *
    * @throws IllegalStateException when already started or closed
    * @throws IdempotencyException when the dead-letter queue does not exist (and
-   *     {@link JmsConsumerConfig#verifyDeadLetterQueue()} is on), or the provider refused a
-   *     connection, the queue or the selector; everything opened so far is closed again
+   *     {@link JmsConsumerConfig#verifyDeadLetterQueue()} is on); when the broker's redelivery
+   *     limit cannot be read (not Artemis and not declared, or management refused) or the broker
+   *     could drop a message at that limit (the message names the setting, its value and the fix);
+   *     or the provider refused a connection, the queue or the selector; everything opened so far
+   *     is closed again
    */
   @Override
   public synchronized void start() {
@@ -164,8 +177,17 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       if (config.verifyDeadLetterQueue()) {
         verifyDeadLetterQueue();
       }
+      JmsBrokerLimits brokerLimits = JmsBrokerLimits.of(config);
+      brokerLimits.requireNothingDropped(config, pipeline.retryPolicy().maxAttempts());
+      limits = brokerLimits;
+      if (brokerLimits.deadLetterAddress() != null
+          && !brokerLimits.deadLetterAddress().equals(config.deadLetterQueue())) {
+        LOG.warn("the broker moves messages of {} it gives up on to '{}', Idem's dead letters go to"
+            + " '{}': two places to watch ({})", config.queue(), brokerLimits.deadLetterAddress(),
+            config.deadLetterQueue(), brokerLimits);
+      }
       for (int i = 0; i < config.concurrency(); i++) {
-        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i);
+        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i, brokerLimits);
         workers.add(worker);
         worker.connect();
       }
@@ -185,37 +207,24 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       thread.start();
     }
     state = State.RUNNING;
-    LOG.info("JMS consumer started: group '{}', queue {}, {} workers, max attempts {}",
-        pipeline.consumerGroup(), config.queue(), config.concurrency(), pipeline.retryPolicy().maxAttempts());
+    LOG.info("JMS consumer started: group '{}', queue {}, {} workers, max attempts {}; broker: {}",
+        pipeline.consumerGroup(), config.queue(), config.concurrency(), maxAttempts(), limits);
     LOG.debug("JMS consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
   }
 
   private void verifyDeadLetterQueue() {
     String dlq = config.deadLetterQueue();
-    try (Connection c = config.connectionFactory().createConnection()) {
-      Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
-      QueueBrowser browser = s.createBrowser(s.createQueue(dlq));
-      browser.getEnumeration().hasMoreElements();
-      browser.close();
-    } catch (jakarta.jms.InvalidDestinationException e) {
-      throw missingDeadLetterQueue(dlq, e);
-    } catch (JMSException e) {
-      String text = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
-      if (text.contains("does not exist") || text.contains("no queue") || text.contains("not exist")
-          || text.contains("not found")) {
-        throw missingDeadLetterQueue(dlq, e);
-      }
-      throw new IdempotencyException("could not check dead-letter queue '" + dlq + "' of "
-          + config.queue() + ": " + e, e);
+    if (!JmsBrokerLimits.queueExists(config, dlq)) {
+      throw missingDeadLetterQueue(dlq);
     }
   }
 
-  private IdempotencyException missingDeadLetterQueue(String dlq, JMSException e) {
+  private IdempotencyException missingDeadLetterQueue(String dlq) {
     return new IdempotencyException("dead-letter queue '" + dlq + "' for queue '" + config.queue()
-        + "' does not exist (provider: " + e.getMessage() + "). Create it before starting:"
+        + "' does not exist (the provider refused to browse it). Create it before starting:"
         + " a broker such as ActiveMQ Artemis drops a message whose dead-letter address has no"
         + " queue, so consuming without it could lose messages. (To skip this check set"
-        + " JmsConsumerConfig.Builder.verifyDeadLetterQueue(false).)", e);
+        + " JmsConsumerConfig.Builder.verifyDeadLetterQueue(false).)");
   }
 
   /**
@@ -274,6 +283,42 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
   @Override
   public synchronized boolean isRunning() {
     return state == State.RUNNING && workers.stream().noneMatch(JmsWorker::failed);
+  }
+
+  /**
+   * The attempt at which a failing message is dead-lettered: the lower of the pipeline's {@code
+   * RetryPolicy.maxAttempts()} and the broker's {@code max-delivery-attempts} (known after {@link
+   * #start()}).
+   */
+  public synchronized int maxAttempts() {
+    int idem = pipeline.retryPolicy().maxAttempts();
+    JmsBrokerLimits l = limits;
+    return l != null && l.limited() ? Math.min(idem, l.maxDeliveryAttempts()) : idem;
+  }
+
+  /**
+   * What the consumer is doing, for readiness probes: running ({@link #isRunning()}); connected
+   * (every worker holds a connection on which the provider reported no exception; {@code false}
+   * while one reconnects); consuming ({@link JmsConsumerConfig#queue()} while at least one worker
+   * is connected); the last receive that returned without an error (an empty wait of {@link
+   * JmsConsumerConfig#receiveTimeout()} counts: an idle queue is healthy); the messages workers
+   * hold in their sessions for a retry backoff or a store outage; and the pipeline's
+   * {@code storeHealth()}. Thread-safe; touches neither broker nor database.
+   */
+  @Override
+  public ConsumerHealth health() {
+    boolean running = isRunning();
+    List<JmsWorker> snapshot;
+    synchronized (this) {
+      snapshot = List.copyOf(workers);
+    }
+    boolean connected = running && !snapshot.isEmpty() && snapshot.stream().allMatch(JmsWorker::connected);
+    boolean anyConnected = running && snapshot.stream().anyMatch(JmsWorker::connected);
+    Instant last = snapshot.stream().map(JmsWorker::lastReceive).filter(Objects::nonNull)
+        .max(Instant::compareTo).orElse(null);
+    int held = (int) snapshot.stream().filter(JmsWorker::holding).count();
+    return new ConsumerHealth(running, connected, anyConnected ? List.of(config.queue()) : List.of(),
+        last, held, pipeline.storeHealth());
   }
 
   @Override

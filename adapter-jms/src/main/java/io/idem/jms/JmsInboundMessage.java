@@ -1,16 +1,16 @@
 package io.idem.jms;
 
 import io.idem.InboundMessage;
+import io.idem.spi.DecodedHeaders;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.JMSException;
 import jakarta.jms.Message;
 import jakarta.jms.TextMessage;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
-import java.util.Collections;
 import java.util.Enumeration;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -91,13 +91,11 @@ public final class JmsInboundMessage implements InboundMessage {
         properties.put(name, value);
       }
     }
-    Map<String, String> headers = new LinkedHashMap<>();
-    Set<String> undecodable = new LinkedHashSet<>();
-    decodeHeaders(properties, headers, undecodable);
+    DecodedHeaders decoded = decodeHeaders(properties);
     return new JmsInboundMessage(
         source,
-        Collections.unmodifiableMap(headers),
-        Collections.unmodifiableSet(undecodable),
+        decoded.text(),
+        decoded.undecodable(),
         payloadOf(message),
         message.getJMSMessageID(),
         attemptOf(message),
@@ -105,23 +103,35 @@ public final class JmsInboundMessage implements InboundMessage {
         message);
   }
 
-  /** Splits JMS properties into decodable headers (with dash aliases) and undecodable names. */
-  static void decodeHeaders(
-      Map<String, Object> properties, Map<String, String> headers, Set<String> undecodable) {
+  /**
+   * Turns JMS properties into headers through {@link DecodedHeaders}: each String property under
+   * its JMS name and, unless a property has that name, under its {@link JmsHeaderNames dash
+   * alias}; a value with an unpaired surrogate (no UTF-8 form) is undecodable under both names;
+   * properties of other types are left out.
+   */
+  static DecodedHeaders decodeHeaders(Map<String, Object> properties) {
+    DecodedHeaders.Builder headers = DecodedHeaders.builder();
     for (Map.Entry<String, Object> property : properties.entrySet()) {
-      if (!(property.getValue() instanceof String value)) {
-        continue;
-      }
-      String name = property.getKey();
-      String alias = JmsHeaderNames.toHeaderName(name);
-      if (isWellFormed(value)) {
-        headers.put(name, value);
-        headers.putIfAbsent(alias, value);
-      } else {
-        undecodable.add(name);
-        undecodable.add(alias);
+      if (property.getValue() instanceof String value) {
+        if (isWellFormed(value)) {
+          headers.text(property.getKey(), value);
+        } else {
+          headers.undecodable(property.getKey());
+        }
       }
     }
+    Set<String> aliased = new HashSet<>();
+    for (Map.Entry<String, Object> property : properties.entrySet()) {
+      String alias = JmsHeaderNames.toHeaderName(property.getKey());
+      if (property.getValue() instanceof String value && !properties.containsKey(alias) && aliased.add(alias)) {
+        if (isWellFormed(value)) {
+          headers.text(alias, value);
+        } else {
+          headers.undecodable(alias);
+        }
+      }
+    }
+    return headers.build();
   }
 
   /** False when {@code s} holds an unpaired surrogate, which has no UTF-8 encoding. */

@@ -27,6 +27,7 @@ final class JmsWorker implements Runnable {
   private final JmsConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
   private final String name;
+  private final JmsBrokerLimits limits;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile boolean stopping;
   private volatile boolean broken;
@@ -35,8 +36,11 @@ final class JmsWorker implements Runnable {
   private @Nullable Session session;
   private @Nullable MessageConsumer consumer;
   private @Nullable MessageProducer deadLetterProducer;
+  private volatile @Nullable Instant lastReceive;
+  private volatile boolean holding;
 
-  JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name) {
+  JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name, JmsBrokerLimits limits) {
+    this.limits = limits;
     this.config = config;
     this.pipeline = pipeline;
     this.name = name;
@@ -52,6 +56,21 @@ final class JmsWorker implements Runnable {
    */
   boolean failed() {
     return failed;
+  }
+
+  /** Whether this worker holds a live connection (opened, no exception reported since). */
+  boolean connected() {
+    return connection != null && !broken;
+  }
+
+  /** When a receive last returned without an error (a message or an empty wait), or {@code null}. */
+  @Nullable Instant lastReceive() {
+    return lastReceive;
+  }
+
+  /** Whether this worker holds a message for a retry backoff or a store outage right now. */
+  boolean holding() {
+    return holding;
   }
 
   /** Opens connection, session, consumer and dead-letter producer. */
@@ -89,6 +108,7 @@ final class JmsWorker implements Runnable {
             continue;
           }
           Message message = consumer.receive(config.receiveTimeout().toMillis());
+          lastReceive = Instant.now();
           if (message == null) {
             continue;
           }
@@ -187,9 +207,19 @@ final class JmsWorker implements Runnable {
   private void settle(JmsInboundMessage inbound, Message message, Session s, MessageProducer dlq) {
     try {
       while (true) {
+        int attempt = inbound.deliveryAttempt();
         JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
-            message, config.queue(), config.holdForRetryBackoff() ? this::hold : delay -> { });
+            message, config.queue(),
+            config.holdForRetryBackoff() ? delay -> holdForRetry(delay, attempt) : delay -> { },
+            attempt, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
+            pipeline.consumerGroup(), limits.source());
         pipeline.process(inbound, acknowledgement);
+        if (acknowledgement.deadLetteredAtBrokerLimit()) {
+          LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's"
+              + " max-delivery-attempts ({}) is below the pipeline's maxAttempts ({})", name,
+              inbound.brokerMessageId(), config.queue(), attempt, limits.maxDeliveryAttempts(),
+              pipeline.retryPolicy().maxAttempts());
+        }
         if (acknowledgement.released()) {
           return; // handed back at shutdown; run() stops
         }
@@ -199,7 +229,12 @@ final class JmsWorker implements Runnable {
         }
         // the store is down: keep the message in this session (a rollback would count toward the
         // broker's max-delivery-attempts) and run it again after the backoff
-        hold(wait);
+        holding = true;
+        try {
+          hold(wait);
+        } finally {
+          holding = false;
+        }
         if (stopping || broken || Thread.currentThread().isInterrupted()) {
           LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
               name, inbound.brokerMessageId(), config.queue());
@@ -234,6 +269,23 @@ final class JmsWorker implements Runnable {
       // closing the session returns the message just as well
       broken = true;
       LOG.warn("{}: rollback/recover failed, reconnecting: {}", name, e.toString());
+    }
+  }
+
+  /**
+   * Holds a failed message for the pipeline's backoff less the broker's own redelivery delay for
+   * this delivery (so the two do not add up), before the rollback.
+   */
+  private void holdForRetry(Duration backoff, int attempt) {
+    Duration wait = backoff.minus(limits.brokerDelayAfter(attempt));
+    if (wait.isNegative() || wait.isZero()) {
+      return;
+    }
+    holding = true;
+    try {
+      hold(wait);
+    } finally {
+      holding = false;
     }
   }
 

@@ -35,29 +35,38 @@ class JmsConsumerConfigTest {
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.reconnectBackoff()).isEqualTo(Duration.ofSeconds(1));
     assertThat(config.verifyDeadLetterQueue()).isTrue();
-    assertThat(config.holdForRetryBackoff()).isFalse();
+    assertThat(config.holdForRetryBackoff()).isTrue();
     assertThat(config.messageSelector()).isNull();
+    assertThat(config.brokerMaxDeliveryAttempts()).isNull();
+    assertThat(config.brokerDeadLetterQueue()).isNull();
   }
 
   @Test
   void settingsAreCopied() {
     JmsConsumerConfig config = builder().concurrency(4).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
         .receiveTimeout(Duration.ofMillis(250)).shutdownTimeout(Duration.ZERO)
-        .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false).holdForRetryBackoff(true)
-        .messageSelector("region = 'eu'").build();
+        .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false).holdForRetryBackoff(false)
+        .messageSelector("region = 'eu'").brokerMaxDeliveryAttempts(7).brokerDeadLetterQueue("DLQ").build();
     assertThat(config.concurrency()).isEqualTo(4);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.CLIENT_ACKNOWLEDGE);
     assertThat(config.receiveTimeout()).isEqualTo(Duration.ofMillis(250));
     assertThat(config.shutdownTimeout()).isZero();
     assertThat(config.reconnectBackoff()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.verifyDeadLetterQueue()).isFalse();
-    assertThat(config.holdForRetryBackoff()).isTrue();
+    assertThat(config.holdForRetryBackoff()).isFalse();
     assertThat(config.messageSelector()).isEqualTo("region = 'eu'");
+    assertThat(config.brokerMaxDeliveryAttempts()).isEqualTo(7);
+    assertThat(config.brokerDeadLetterQueue()).isEqualTo("DLQ");
     assertThat(config.toString()).contains("orders.dlq", "CLIENT_ACKNOWLEDGE", "concurrency=4");
   }
 
   @Test
   void validationNamesSettingAndValue() {
+    assertThatThrownBy(() -> builder().brokerMaxDeliveryAttempts(0).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("brokerMaxDeliveryAttempts must be >= 1 or BROKER_UNLIMITED (-1), but was 0");
+    assertThat(builder().brokerMaxDeliveryAttempts(JmsConsumerConfig.BROKER_UNLIMITED).build()
+        .brokerMaxDeliveryAttempts()).isEqualTo(-1);
     assertThatThrownBy(() -> builder().concurrency(0).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessage("concurrency must be >= 1, but was 0");
     assertThatThrownBy(() -> builder().receiveTimeout(Duration.ZERO).build())

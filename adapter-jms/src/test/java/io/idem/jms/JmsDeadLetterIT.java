@@ -86,7 +86,8 @@ class JmsDeadLetterIT {
   }
 
   @Test
-  void brokerMovesMessageWithoutReasonWhenItsLimitIsBelowThePipelines() {
+  void idemDeadLettersWithItsReasonWhenTheBrokersLimitIsBelowThePipelines() {
+    // before issue 11 the broker moved the message at its limit, without a reason
     String name = unique("dlq-backstop");
     harness = new JmsHarness(name,
         AddressPolicy.deadLetterTo(name + ".dlq").withMaxDeliveryAttempts(2), b -> b.concurrency(1));
@@ -100,8 +101,10 @@ class JmsDeadLetterIT {
 
     await().atMost(TIMEOUT).until(() -> harness.deadLetters().size() == 1);
     assertThat(attempts).containsExactly(1, 2);
-    assertThat(harness.deadLetters().get(0).cause()).isNull(); // the broker knows no reason
-    assertThat(harness.deadLetters().get(0).headers()).containsEntry("idempotency-key", "k");
+    assertThat(harness.deadLetters().get(0).cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED.name());
+    assertThat(harness.deadLetters().get(0).headers())
+        .containsEntry(DeadLetterReason.HEADER_ATTEMPT, "2")
+        .containsEntry("idempotency-key", "k");
   }
 
   @Test

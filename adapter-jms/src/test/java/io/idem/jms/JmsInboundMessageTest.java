@@ -2,8 +2,8 @@ package io.idem.jms;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.idem.spi.DecodedHeaders;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -19,9 +19,9 @@ class JmsInboundMessageTest {
     props.put("JMSXGroupID", "grp");
     props.put("count", 3);
     props.put("flag", true);
-    Map<String, String> headers = new LinkedHashMap<>();
-    Set<String> undecodable = new LinkedHashSet<>();
-    JmsInboundMessage.decodeHeaders(props, headers, undecodable);
+    DecodedHeaders decoded = JmsInboundMessage.decodeHeaders(props);
+    Map<String, String> headers = decoded.text();
+    Set<String> undecodable = decoded.undecodable();
 
     assertThat(headers).containsOnly(
         Map.entry("idempotency_key", "order-1"), Map.entry("idempotency-key", "order-1"),
@@ -35,9 +35,9 @@ class JmsInboundMessageTest {
     Map<String, Object> props = new LinkedHashMap<>();
     props.put("idempotency_key", "bad\uD800key");
     props.put("ok", "😀 pair");
-    Map<String, String> headers = new LinkedHashMap<>();
-    Set<String> undecodable = new LinkedHashSet<>();
-    JmsInboundMessage.decodeHeaders(props, headers, undecodable);
+    DecodedHeaders decoded = JmsInboundMessage.decodeHeaders(props);
+    Map<String, String> headers = decoded.text();
+    Set<String> undecodable = decoded.undecodable();
 
     assertThat(headers).containsOnlyKeys("ok");
     assertThat(undecodable).containsExactly("idempotency_key", "idempotency-key");

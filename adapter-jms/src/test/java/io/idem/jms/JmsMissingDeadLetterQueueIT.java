@@ -61,18 +61,24 @@ class JmsMissingDeadLetterQueueIT {
   }
 
   @Test
-  void startsWithoutCheckingWhenVerificationIsOff() {
+  void skipsTheCheckWhenVerificationIsOff() {
     AddressPolicy strict = AddressPolicy.deadLetterTo(deadLetterQueue).withAutoCreateQueues(false);
     artemis.addressSettings(queue, strict);
     artemis.addressSettings(deadLetterQueue, strict);
     artemis.createQueue(queue);
-    artemis.createQueue(deadLetterQueue);
+    // the dead-letter queue is NOT created (issue 16: creating it let this test pass with the
+    // check on). Skipping the check leaves the provider to refuse the dead-letter producer: the
+    // start fails with Artemis' own error, not with the check's explanation.
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
         JmsConsumerConfig.builder(artemis.connectionFactory(), queue, deadLetterQueue)
             .verifyDeadLetterQueue(false).build(),
         pipeline(unique("g"), (message, session) -> { }, attempts(3)));
-    consumer.start();
-    assertThat(consumer.isRunning()).isTrue();
-    consumer.close();
+    assertThatThrownBy(consumer::start)
+        .isInstanceOf(IdempotencyException.class)
+        .hasMessageStartingWith("could not start consuming " + queue)
+        .hasMessageContaining(deadLetterQueue)
+        .hasMessageNotContaining("verifyDeadLetterQueue(false)");
+    assertThat(consumer.isRunning()).isFalse();
+    assertThat(artemis.queueExists(deadLetterQueue)).isFalse();
   }
 }

@@ -63,6 +63,31 @@ class JmsRetryBackoffIT {
   }
 
   @Test
+  void withTheDefaultsTheBackoffIsHonouredThoughTheBrokerHasNoRedeliveryDelay() {
+    // issue 11: with Artemis' default redelivery-delay 0 five attempts used to burn in milliseconds
+    RetryPolicy policy = RetryPolicy.builder().maxAttempts(5).initialBackoff(Duration.ofMillis(500))
+        .maxBackoff(Duration.ofSeconds(10)).multiplier(2.0).jitter(0).build();
+    harness = new JmsHarness(unique("hold-default"), b -> b.concurrency(1)); // no hold setting
+    harness.publish(Map.of("idempotency-key", "twice"), "{}".getBytes(StandardCharsets.UTF_8));
+    Effects effects = Effects.newRun();
+    List<Long> runNanos = new CopyOnWriteArrayList<>();
+    consumer = harness.newConsumer(pipeline(unique("g"), (message, session) -> {
+      runNanos.add(System.nanoTime());
+      effects.record(session, "twice");
+      if (runNanos.size() <= 2) {
+        throw new IllegalStateException("fails on run " + runNanos.size());
+      }
+    }, policy));
+    consumer.start();
+
+    await().atMost(TIMEOUT).until(() -> effects.count("twice") == 1);
+    assertThat(runNanos).hasSize(3);
+    assertThat(Duration.ofNanos(runNanos.get(1) - runNanos.get(0))).isGreaterThanOrEqualTo(policy.backoff(1));
+    assertThat(Duration.ofNanos(runNanos.get(2) - runNanos.get(1))).isGreaterThanOrEqualTo(policy.backoff(2));
+    assertThat(policy.backoff(2)).isEqualTo(Duration.ofSeconds(1));
+  }
+
+  @Test
   void closeCutsAHoldShortAndLeavesTheMessageForRedelivery() {
     harness = new JmsHarness(unique("hold-close"), b -> b.concurrency(1).holdForRetryBackoff(true));
     harness.publish(Map.of("idempotency-key", "held"), "{}".getBytes(StandardCharsets.UTF_8));
