@@ -63,6 +63,19 @@ public interface InboundMessage {
    */
   int deliveryAttempt();
 
+  /**
+   * The broker's own limit on deliveries of this message, past which the broker itself drops or
+   * dead-letters it without Idem's reason (Artemis {@code max-delivery-attempts}, SQS
+   * {@code maxReceiveCount} of the queue's RedrivePolicy, a RabbitMQ quorum queue's
+   * {@code x-delivery-limit}), as the adapter knows it; {@link Integer#MAX_VALUE} (the default)
+   * when there is none or it is not known. The pipeline dead-letters a failing message — with its
+   * own reason — on attempt {@code min(RetryPolicy.maxAttempts(), brokerAttemptLimit())}, so the
+   * broker's limit never acts first (docs/FAILURES.md).
+   */
+  default int brokerAttemptLimit() {
+    return Integer.MAX_VALUE;
+  }
+
   /** When the adapter received the message from the broker. */
   Instant receivedAt();
 
@@ -92,6 +105,7 @@ public interface InboundMessage {
     private final LinkedHashSet<String> undecodable = new LinkedHashSet<>();
     private @Nullable String brokerMessageId;
     private int deliveryAttempt = 1;
+    private int brokerAttemptLimit = Integer.MAX_VALUE;
     private @Nullable Instant receivedAt;
     private @Nullable Object nativeMessage;
 
@@ -137,6 +151,15 @@ public interface InboundMessage {
       return this;
     }
 
+    /** {@link InboundMessage#brokerAttemptLimit()}; default {@link Integer#MAX_VALUE} (none). */
+    public Builder brokerAttemptLimit(int limit) {
+      if (limit < 1) {
+        throw new IllegalArgumentException("brokerAttemptLimit must be >= 1, but was " + limit);
+      }
+      this.brokerAttemptLimit = limit;
+      return this;
+    }
+
     /** Default: the time {@link #build()} is called. */
     public Builder receivedAt(Instant at) {
       this.receivedAt = Objects.requireNonNull(at, "at");
@@ -163,6 +186,7 @@ public interface InboundMessage {
           payload,
           brokerMessageId,
           deliveryAttempt,
+          brokerAttemptLimit,
           receivedAt == null ? Instant.now() : receivedAt,
           nativeMessage);
     }

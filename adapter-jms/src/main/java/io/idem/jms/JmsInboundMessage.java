@@ -49,6 +49,7 @@ public final class JmsInboundMessage implements InboundMessage {
   private final int deliveryAttempt;
   private final Instant receivedAt;
   private final Message message;
+  private int brokerAttemptLimit = Integer.MAX_VALUE;
 
   private JmsInboundMessage(
       String source,
@@ -197,6 +198,23 @@ public final class JmsInboundMessage implements InboundMessage {
   @Override
   public @Nullable String brokerMessageId() {
     return brokerMessageId;
+  }
+
+  /**
+   * The broker's {@code max-delivery-attempts} for this queue as read at start (Artemis) or
+   * declared in the configuration ({@code JmsConsumerConfig.Builder#brokerMaxDeliveryAttempts}),
+   * {@link Integer#MAX_VALUE} when unlimited: the pipeline dead-letters at the lower of this and
+   * its own {@code maxAttempts}.
+   */
+  @Override
+  public int brokerAttemptLimit() {
+    return brokerAttemptLimit;
+  }
+
+  /** Sets {@link #brokerAttemptLimit()}; the worker does it once, before processing. */
+  JmsInboundMessage withBrokerAttemptLimit(int limit) {
+    this.brokerAttemptLimit = limit;
+    return this;
   }
 
   @Override

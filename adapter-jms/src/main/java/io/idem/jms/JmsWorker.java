@@ -194,7 +194,8 @@ final class JmsWorker implements Runnable {
   /** The message as an {@link JmsInboundMessage}, or {@code null} when it cannot be read (it is then returned). */
   private @Nullable JmsInboundMessage read(Message message, Session s) {
     try {
-      return JmsInboundMessage.of(message, config.queue(), Instant.now());
+      return JmsInboundMessage.of(message, config.queue(), Instant.now())
+          .withBrokerAttemptLimit(limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE);
     } catch (JMSException | RuntimeException e) {
       LOG.error("{}: could not read message {} of {}; returning it to the broker, whose"
           + " max-delivery-attempts will move it to its dead-letter address: {}",

@@ -262,10 +262,13 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       long start) {
     int attempt = message.deliveryAttempt();
     boolean retryable = retryPolicy.isRetryable(failure);
-    if (retryable && retryPolicy.hasAttemptsLeft(attempt)) {
+    // dead-letter at the lower of the policy's and the broker's limit, so the broker never acts first
+    int brokerLimit = message.brokerAttemptLimit();
+    int maxAttempts = Math.min(retryPolicy.maxAttempts(), brokerLimit);
+    if (retryable && attempt < maxAttempts) {
       Duration delay = retryPolicy.backoff(attempt);
       String what = "handler failed for key '" + key.value() + "' of " + message.source()
-          + " (attempt " + attempt + " of " + retryPolicy.maxAttempts() + "); rolled back, retry in "
+          + " (attempt " + attempt + " of " + maxAttempts + "); rolled back, retry in "
           + delay.toMillis() + " ms";
       if (LOG.isDebugEnabled()) {
         LOG.warn(what, failure); // the stack trace only at DEBUG: a failing handler repeats
@@ -280,7 +283,11 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
         new DeadLetterReason(
             retryable ? DeadLetterCause.MAX_ATTEMPTS_EXCEEDED : DeadLetterCause.NON_RETRYABLE,
             (retryable
-                    ? "handler failed on attempt " + attempt + " of " + retryPolicy.maxAttempts()
+                    ? "handler failed on attempt " + attempt + " of " + maxAttempts
+                        + (brokerLimit < retryPolicy.maxAttempts()
+                            ? " (the broker's own limit " + brokerLimit + " is below the retry"
+                                + " policy's " + retryPolicy.maxAttempts() + ")"
+                            : "")
                     : "handler failed with a non-retryable error on attempt " + attempt)
                 + ": " + describe(failure),
             consumerGroup,

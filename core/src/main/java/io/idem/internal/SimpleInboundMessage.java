@@ -15,6 +15,7 @@ public record SimpleInboundMessage(
     byte[] payload,
     @Nullable String brokerMessageId,
     int deliveryAttempt,
+    int brokerAttemptLimit,
     Instant receivedAt,
     @Nullable Object nativeMessage)
     implements InboundMessage {

@@ -249,6 +249,26 @@ class FailureClassificationTest {
     assertThat(count(registry, "shutdown")).isEqualTo(1.0);
   }
 
+  /** Issue 11: no broker limit acts before Idem decided — dead-letter at the lower limit. */
+  @Test
+  void aBrokerLimitBelowThePolicyDeadLettersWithIdemsReasonAtTheBrokersLimit() {
+    RetryPolicy five = RetryPolicy.builder().maxAttempts(5).initialBackoff(Duration.ofMillis(10)).build();
+    IdempotentConsumer<InMemoryTransaction> consumer = IdempotentConsumer.builder(store)
+        .consumerGroup("billing").retryPolicy(five)
+        .handler((MessageHandler<InMemoryTransaction>) (m, tx) -> {
+          throw new IllegalStateException("always");
+        }).build();
+    java.util.function.IntFunction<InboundMessage> delivery = attempt ->
+        InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+            .header("idempotency-key", "o-1").deliveryAttempt(attempt).brokerAttemptLimit(3).build();
+    assertThat(consumer.process(delivery.apply(2), new RecordingAcknowledgement())).isEqualTo(ProcessingOutcome.RETRY);
+    RecordingAcknowledgement last = new RecordingAcknowledgement();
+    assertThat(consumer.process(delivery.apply(3), last)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(last.reason.cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
+    assertThat(last.reason.detail()).contains("attempt 3 of 3").contains("broker's own limit 3");
+    assertThat(last.reason.key()).isEqualTo("o-1");
+  }
+
   private static double count(SimpleMeterRegistry registry, String cause) {
     io.micrometer.core.instrument.@Nullable Counter counter =
         registry.find("idem.retries").tag("cause", cause).counter();
