@@ -1,5 +1,6 @@
 package io.idem;
 
+import io.idem.internal.BatchLoop;
 import io.idem.internal.DefaultIdempotentConsumer;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ProcessedEventStore;
@@ -7,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -55,6 +57,93 @@ public interface IdempotentConsumer<C> {
    */
   ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement);
 
+  /**
+   * Processes what one receive returned (a Kafka poll of one partition, an SQS receive of up to
+   * 10, a RabbitMQ prefetch window) in one store transaction, and settles each delivery through
+   * its own acknowledgement: {@code processBatch(messages, acknowledgements,
+   * BatchOrder.UNORDERED).outcomes()}. For a source whose order matters use {@link
+   * #processBatch(List, List, BatchOrder)} with {@link BatchOrder#ORDERED}.
+   *
+   * @return the outcome of each message, parallel to {@code messages}
+   * @throws IllegalArgumentException when the lists differ in size
+   * @throws RuntimeException as {@link #processBatch(List, List, BatchOrder)}
+   */
+  default List<ProcessingOutcome> processBatch(
+      List<InboundMessage> messages, List<Acknowledgement> acknowledgements) {
+    return processBatch(messages, acknowledgements, BatchOrder.UNORDERED).outcomes();
+  }
+
+  /**
+   * Processes a batch of deliveries (what one receive returned) with one transaction, one
+   * multi-row claim ({@link ProcessedEventStore#claimAll}) and one COMMIT, then settles each
+   * delivery through its own acknowledgement, in receive order (docs/DESIGN.md, "Batch mode"):
+   *
+   * <ol>
+   *   <li>each message's key is extracted; one without a valid key is dead-lettered on its own
+   *       (as {@link #process} does) and does not hold up the others;
+   *   <li>in one transaction: the keys of the others are claimed together; the handler runs for
+   *       each new one in order (a {@link BatchMessageHandler} once, with all of them); the
+   *       transaction commits;
+   *   <li>in receive order: {@link ProcessingOutcome#PROCESSED} and {@link
+   *       ProcessingOutcome#DUPLICATE} acked, {@link ProcessingOutcome#CONFLICT} and keyless
+   *       messages dead-lettered. A key twice in the batch is applied once, the second copy being
+   *       a duplicate (or a conflict when its payload differs).
+   * </ol>
+   *
+   * <p>When the transaction fails, everything rolls back and:
+   *
+   * <ul>
+   *   <li>the store could not be reached ({@link StoreUnavailableException}), the database asked
+   *       for a retry ({@link TransactionRetryException}) or the consumer is shutting down: every
+   *       message is answered with that retry outcome ({@link
+   *       ProcessingOutcome#RETRY_STORE_UNAVAILABLE}, {@link ProcessingOutcome#RETRY_TRANSACTION},
+   *       {@link ProcessingOutcome#RELEASED}) without being redone one by one — none of them was
+   *       at fault, and a redo would meet the same database — and no attempt is counted;
+   *   <li>anything else (a handler threw, the database rejected a handler's work, the COMMIT
+   *       failed): the batch is redone message by message with {@link #process}'s rules, in
+   *       order, so the messages before the failing one are applied once and the failing one
+   *       takes the normal retry or dead-letter path. A {@link BatchMessageHandler} is then called
+   *       with one message at a time.
+   * </ul>
+   *
+   * <p>With {@link BatchOrder#ORDERED} nothing behind the first message that is handed back
+   * ({@link ProcessingOutcome#isRetry()}) or whose acknowledgement threw is started: the result
+   * says where it stopped, and the adapter hands the rest back itself, without counting an
+   * attempt. With {@link BatchOrder#UNORDERED} every message is processed.
+   *
+   * <p>Listeners hear each message as in {@link #process}: {@code onKey}, {@code beforeClaim},
+   * {@code afterHandler} (after the batch handler returned, for each of its messages), {@code
+   * afterCommit}, the acknowledgement, {@code onOutcome}. A message redone after a failed batch
+   * hears {@code beforeClaim} again (a new transaction) and then its own outcome.
+   *
+   * <p>Thread-safe like {@link #process}; one call's messages are processed on the calling
+   * thread, one transaction at a time.
+   *
+   * @param messages the deliveries, in receive order (an empty batch returns an empty result
+   *     without touching the store)
+   * @param acknowledgements one per message, parallel to {@code messages}; each is called at most
+   *     once, and only for a started message
+   * @param order whether a handed-back message holds up the ones behind it
+   * @return the outcomes of the started messages and where it stopped
+   * @throws IllegalArgumentException when the lists differ in size
+   * @throws RuntimeException when an acknowledgement threw (after {@code onAcknowledgementFailure}):
+   *     the first such exception, later ones suppressed in it. With {@link BatchOrder#UNORDERED}
+   *     every other message was still settled; with {@link BatchOrder#ORDERED} the messages behind
+   *     the failing one were not started. The adapter finds the unsettled ones from its own
+   *     acknowledgements and hands them back, as after {@link #process} threw
+   * @throws Error as {@link #process}
+   */
+  default BatchResult processBatch(
+      List<InboundMessage> messages, List<Acknowledgement> acknowledgements, BatchOrder order) {
+    if (messages.size() != acknowledgements.size()) {
+      throw new IllegalArgumentException("messages and acknowledgements must have the same size,"
+          + " but had " + messages.size() + " and " + acknowledgements.size());
+    }
+    Objects.requireNonNull(order, "order");
+    return BatchLoop.run(IntStream.range(0, messages.size()).boxed().toList(), order,
+        i -> process(messages.get(i), acknowledgements.get(i)));
+  }
+
   /** The consumer group every key of this pipeline belongs to. */
   String consumerGroup();
 
@@ -84,6 +173,7 @@ public interface IdempotentConsumer<C> {
     private final ProcessedEventStore<C> store;
     private @Nullable String consumerGroup;
     private @Nullable KeyedMessageHandler<C> handler;
+    private @Nullable BatchMessageHandler<C> batchHandler;
     private IdempotencyKeyExtractor keyExtractor = IdempotencyKeyExtractor.defaults();
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
@@ -106,22 +196,39 @@ public interface IdempotentConsumer<C> {
     }
 
     /**
-     * Required (this or {@link #handler(KeyedMessageHandler)}; the last one set wins). The
+     * Required (this, {@link #handler(KeyedMessageHandler)} or {@link
+     * #batchHandler(BatchMessageHandler)}; the last one set wins). The
      * business logic, given the message: {@code .handler((message, session) -> ...)}.
      */
     public Builder<C> handler(MessageHandler<C> value) {
       Objects.requireNonNull(value, "handler");
       this.handler = (key, message, context) -> value.handle(message, context);
+      this.batchHandler = null;
       return this;
     }
 
     /**
-     * Required (this or {@link #handler(MessageHandler)}; the last one set wins). The business
+     * Required (this, {@link #handler(MessageHandler)} or {@link
+     * #batchHandler(BatchMessageHandler)}; the last one set wins). The business
      * logic, given the idempotency key the store claimed as well, to key outbox rows by it:
      * {@code .handler((key, message, session) -> ...)}.
      */
     public Builder<C> handler(KeyedMessageHandler<C> value) {
       this.handler = Objects.requireNonNull(value, "handler");
+      this.batchHandler = null;
+      return this;
+    }
+
+    /**
+     * Instead of {@link #handler(MessageHandler)} (the last one set wins): the business logic for
+     * all the new messages of a batch at once, so that it can write their effects with one
+     * multi-row statement ({@link IdempotentConsumer#processBatch(List, List, BatchOrder)}).
+     * {@link IdempotentConsumer#process} calls it
+     * with a one-element list, and so does the message-by-message redo of a failed batch.
+     */
+    public Builder<C> batchHandler(BatchMessageHandler<C> value) {
+      this.batchHandler = Objects.requireNonNull(value, "batchHandler");
+      this.handler = null;
       return this;
     }
 
@@ -182,7 +289,7 @@ public interface IdempotentConsumer<C> {
       if (problem != null) {
         throw new IllegalArgumentException(problem);
       }
-      if (handler == null) {
+      if (handler == null && batchHandler == null) {
         throw new IllegalStateException("handler must be set, but was not");
       }
       if (outageErrorAfter.isZero() || outageErrorAfter.isNegative()) {
@@ -191,7 +298,8 @@ public interface IdempotentConsumer<C> {
       return new DefaultIdempotentConsumer<>(
           store,
           consumerGroup,
-          handler,
+          handler != null ? DefaultIdempotentConsumer.Handlers.of(handler)
+              : DefaultIdempotentConsumer.Handlers.of(batchHandler),
           keyExtractor,
           retryPolicy,
           oversizedKeys,

@@ -1,5 +1,8 @@
 package io.idem.internal;
 
+import io.idem.BatchMessageHandler;
+import io.idem.BatchOrder;
+import io.idem.BatchResult;
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyKey;
@@ -9,6 +12,7 @@ import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
 import io.idem.KeySource;
+import io.idem.KeyedMessage;
 import io.idem.KeyedMessageHandler;
 import io.idem.OversizedKeyPolicy;
 import io.idem.ProcessingOutcome;
@@ -21,9 +25,14 @@ import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,7 +49,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   private final ProcessedEventStore<C> store;
   private final String consumerGroup;
-  private final KeyedMessageHandler<C> handler;
+  private final Handlers<C> handlers;
   private final IdempotencyKeyExtractor keyExtractor;
   private final RetryPolicy retryPolicy;
   private final OversizedKeyPolicy oversizedKeys;
@@ -52,7 +61,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
       String consumerGroup,
-      KeyedMessageHandler<C> handler,
+      Handlers<C> handlers,
       IdempotencyKeyExtractor keyExtractor,
       RetryPolicy retryPolicy,
       OversizedKeyPolicy oversizedKeys,
@@ -61,7 +70,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Duration outageErrorAfter) {
     this.store = store;
     this.consumerGroup = consumerGroup;
-    this.handler = handler;
+    this.handlers = handlers;
     this.keyExtractor = keyExtractor;
     this.retryPolicy = retryPolicy;
     this.oversizedKeys = oversizedKeys;
@@ -89,22 +98,41 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   public ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement) {
     long start = System.nanoTime();
     KeyOrReason keyed = key(message);
-    if (keyed.key == null) {
-      DeadLetterReason reason =
-          new DeadLetterReason(
-              keyed.cause, keyed.reason, consumerGroup, null, message.deliveryAttempt(), null);
-      String id = message.brokerMessageId();
-      LOG.warn("dead-lettering a message of {}{}: {}", message.source(),
-          id == null ? "" : " (broker id " + id + ")", reason);
-      return deadLetter(message, null, reason, acknowledgement, start);
-    }
     IdempotencyKey key = keyed.key;
+    if (key == null) {
+      return deadLetterKeyless(message, keyed, acknowledgement, start);
+    }
+    announce(message, key);
+    return processKeyed(message, key, Fingerprints.sha256(message.payload()), acknowledgement, start);
+  }
+
+  /** Dead-letters a message without a valid key (NO_KEY / INVALID_KEY); the store is not touched. */
+  private ProcessingOutcome deadLetterKeyless(
+      InboundMessage message, KeyOrReason keyed, Acknowledgement acknowledgement, long start) {
+    DeadLetterReason reason =
+        new DeadLetterReason(
+            keyed.cause, keyed.reason, consumerGroup, null, message.deliveryAttempt(), null);
+    String id = message.brokerMessageId();
+    LOG.warn("dead-lettering a message of {}{}: {}", message.source(),
+        id == null ? "" : " (broker id " + id + ")", reason);
+    return deadLetter(message, null, reason, acknowledgement, start);
+  }
+
+  /** The key is known: {@code onKey}, and the broker-id fallback noted. */
+  private void announce(InboundMessage message, IdempotencyKey key) {
     listener.onKey(message, key);
     if (key.source() == KeySource.BROKER_ID) {
       noteFallback(message, key);
     }
+  }
 
-    byte[] fingerprint = Fingerprints.sha256(message.payload());
+  /** One message in a transaction of its own: {@link #process} after the key, and a batch's redo. */
+  private ProcessingOutcome processKeyed(
+      InboundMessage message,
+      IdempotencyKey key,
+      byte[] fingerprint,
+      Acknowledgement acknowledgement,
+      long start) {
     listener.beforeClaim(message, key);
     ClaimResult claim;
     try {
@@ -121,7 +149,16 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       return failed(message, key, e, acknowledgement, start);
     }
     outages.reached();
+    return settle(message, key, claim, acknowledgement, start);
+  }
 
+  /** After the commit: tells the broker what the claim decided, and the listeners. */
+  private ProcessingOutcome settle(
+      InboundMessage message,
+      IdempotencyKey key,
+      ClaimResult claim,
+      Acknowledgement acknowledgement,
+      long start) {
     ProcessingOutcome pending = switch (claim) {
       case CLAIMED -> ProcessingOutcome.PROCESSED;
       case DUPLICATE -> ProcessingOutcome.DUPLICATE;
@@ -149,6 +186,159 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   }
 
   /**
+   * The batch pipeline ({@link IdempotentConsumer#processBatch(List, List, BatchOrder)}): keys,
+   * one transaction with one {@link ProcessedEventStore#claimAll} and the handlers of the new
+   * messages, then the settlement in order; a failed transaction is answered as a whole (outage,
+   * transaction retry, shutdown) or redone message by message (anything else).
+   */
+  @Override
+  public BatchResult processBatch(
+      List<InboundMessage> messages, List<Acknowledgement> acknowledgements, BatchOrder order) {
+    if (messages.size() != acknowledgements.size()) {
+      throw new IllegalArgumentException("messages and acknowledgements must have the same size,"
+          + " but had " + messages.size() + " and " + acknowledgements.size());
+    }
+    Objects.requireNonNull(order, "order");
+    long start = System.nanoTime();
+    List<Item> items = new ArrayList<>(messages.size());
+    List<Item> keyed = new ArrayList<>(messages.size());
+    for (int i = 0; i < messages.size(); i++) {
+      InboundMessage message = Objects.requireNonNull(messages.get(i), "message");
+      Acknowledgement acknowledgement = Objects.requireNonNull(acknowledgements.get(i), "acknowledgement");
+      KeyOrReason key = key(message);
+      Item item = new Item(message, acknowledgement, key,
+          key.key == null ? null : Fingerprints.sha256(message.payload()));
+      items.add(item);
+      if (key.key != null) {
+        announce(message, key.key);
+        keyed.add(item);
+      }
+    }
+    if (keyed.isEmpty()) {
+      return BatchLoop.run(items, order, item -> deadLetterKeyless(item.message, item.key, item.acknowledgement, start));
+    }
+    for (Item item : keyed) {
+      listener.beforeClaim(item.message, item.key());
+    }
+    List<ClaimResult> claims;
+    try {
+      claims = store.inTransaction(tx -> claimAllAndHandle(tx, keyed));
+    } catch (Exception e) {
+      return batchFailed(items, keyed.size(), e, order, start);
+    } catch (VirtualMachineError e) {
+      if (!(e instanceof StackOverflowError)) {
+        throw e;
+      }
+      return batchFailed(items, keyed.size(), e, order, start);
+    } catch (Error e) {
+      return batchFailed(items, keyed.size(), e, order, start);
+    }
+    outages.reached();
+    for (int i = 0; i < keyed.size(); i++) {
+      keyed.get(i).claim = claims.get(i);
+    }
+    return BatchLoop.run(items, order, item -> item.key.key == null
+        ? deadLetterKeyless(item.message, item.key, item.acknowledgement, start)
+        : settle(item.message, item.key(), item.claim(), item.acknowledgement, start));
+  }
+
+  /**
+   * The batch's transaction rolled back. An outage, a transaction retry or a shutdown is nobody's
+   * fault and would meet every message again: each keyed message gets that retry outcome at once
+   * (one outage counted for the one transaction). Anything else is redone message by message.
+   */
+  private BatchResult batchFailed(
+      List<Item> items, int keyedCount, Throwable failure, BatchOrder order, long start) {
+    String source = items.get(0).message.source();
+    Function<Item, ProcessingOutcome> answer;
+    if (Interruption.isShutdown(failure)) {
+      answer = item -> released(item.message, item.key(), failure, item.acknowledgement, start);
+    } else if (failure instanceof StoreUnavailableException e) {
+      Duration delay = outageDelay(
+          "a batch of " + keyedCount + " keyed message(s) of " + source + " not processed", e);
+      answer = item -> storeUnavailable(item.message, item.key(), e, item.acknowledgement, start, delay);
+    } else if (failure instanceof TransactionRetryException e) {
+      outages.reached();
+      Duration delay = transactionRetryDelay();
+      answer = item -> transactionRetry(item.message, item.key(), e, item.acknowledgement, start, delay);
+    } else {
+      outages.reached();
+      LOG.info("a batch of {} keyed message(s) of {} rolled back ({}); redoing it message by message",
+          keyedCount, source, oneLine(failure));
+      answer = item -> processKeyed(item.message, item.key(), item.fingerprint(), item.acknowledgement, start);
+    }
+    return BatchLoop.run(items, order, item -> item.key.key == null
+        ? deadLetterKeyless(item.message, item.key, item.acknowledgement, start)
+        : answer.apply(item));
+  }
+
+  private List<ClaimResult> claimAllAndHandle(C tx, List<Item> keyed) throws Exception {
+    List<IdempotencyKey> keys = new ArrayList<>(keyed.size());
+    List<byte[]> fingerprints = new ArrayList<>(keyed.size());
+    for (Item item : keyed) {
+      keys.add(item.key());
+      fingerprints.add(item.fingerprint());
+    }
+    List<ClaimResult> claims = claimed(
+        () -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
+    if (claims.size() != keys.size()) {
+      throw new StoreUnavailableException("the store answered " + claims.size() + " claim(s) for "
+          + keys.size() + " keys", null);
+    }
+    List<KeyedMessage> fresh = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      if (claims.get(i) == ClaimResult.CLAIMED) {
+        fresh.add(new KeyedMessage(keys.get(i), keyed.get(i).message));
+      }
+    }
+    if (!fresh.isEmpty()) {
+      handleNew(tx, fresh);
+    }
+    return claims;
+  }
+
+  /**
+   * Runs the handler for the claimed messages in order (or the batch handler once with all of
+   * them), then confirms each claim and tells {@code afterHandler}.
+   */
+  private void handleNew(C tx, List<KeyedMessage> fresh) throws Exception {
+    KeyedMessageHandler<C> single = handlers.single;
+    if (single != null) {
+      for (KeyedMessage each : fresh) {
+        single.handle(each.key(), each.message(), tx);
+        confirmed(tx, each);
+      }
+      return;
+    }
+    Objects.requireNonNull(handlers.batch).handle(Collections.unmodifiableList(fresh), tx);
+    for (KeyedMessage each : fresh) {
+      confirmed(tx, each);
+    }
+  }
+
+  private void confirmed(C tx, KeyedMessage each) {
+    // the handler may have swallowed a database error (the transaction is then aborted and its
+    // commit would silently roll back) or ended the transaction itself
+    store.confirmClaim(tx, each.key());
+    listener.afterHandler(each.message(), each.key());
+  }
+
+  /**
+   * A claim of the store: a failing claim is never the message's fault (missing table,
+   * permissions, outage), so anything but a transaction retry is a store outage: retried, never
+   * dead-lettered.
+   */
+  private static <T> T claimed(Supplier<T> claim, String what) {
+    try {
+      return claim.get();
+    } catch (StoreUnavailableException | TransactionRetryException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new StoreUnavailableException(what + " failed: " + e, e);
+    }
+  }
+
+  /**
    * Classifies a failed transaction once, by who failed (docs/FAILURES.md): shutdown, the store's
    * own connection, a transaction retry asked by the database, or else the handler.
    */
@@ -162,11 +352,12 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       return released(message, key, failure, acknowledgement, start);
     }
     if (failure instanceof StoreUnavailableException e) {
-      return storeUnavailable(message, key, e, acknowledgement, start);
+      Duration delay = outageDelay("key '" + key.value() + "' of " + message.source() + " not processed", e);
+      return storeUnavailable(message, key, e, acknowledgement, start, delay);
     }
     outages.reached(); // the database answered
     if (failure instanceof TransactionRetryException e) {
-      return transactionRetry(message, key, e, acknowledgement, start);
+      return transactionRetry(message, key, e, acknowledgement, start, transactionRetryDelay());
     }
     return handlerFailed(message, key, failure, acknowledgement, start);
   }
@@ -199,14 +390,19 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       IdempotencyKey key,
       StoreUnavailableException e,
       Acknowledgement acknowledgement,
-      long start) {
-    Duration delay = retryPolicy.backoff(outages.health().consecutiveFailures() + 1);
-    outages.failed("key '" + key.value() + "' of " + message.source() + " not processed, retry in "
-        + delay.toMillis() + " ms", oneLine(e));
+      long start,
+      Duration delay) {
     listener.onRetry(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, e, delay);
     tell(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, start,
         () -> acknowledgement.retryWhenStoreAvailable(delay));
     return finish(message, key, ProcessingOutcome.RETRY_STORE_UNAVAILABLE, start);
+  }
+
+  /** Counts one failed transaction as an outage and returns its backoff. */
+  private Duration outageDelay(String what, StoreUnavailableException e) {
+    Duration delay = retryPolicy.backoff(outages.health().consecutiveFailures() + 1);
+    outages.failed(what + ", retry in " + delay.toMillis() + " ms", oneLine(e));
+    return delay;
   }
 
   /**
@@ -219,11 +415,8 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       IdempotencyKey key,
       TransactionRetryException e,
       Acknowledgement acknowledgement,
-      long start) {
-    long capMillis =
-        Math.min(TRANSACTION_RETRY_DELAY_CAP.toMillis(), retryPolicy.initialBackoff().toMillis());
-    Duration delay =
-        Duration.ofMillis(capMillis <= 0 ? 0 : ThreadLocalRandom.current().nextLong(capMillis + 1));
+      long start,
+      Duration delay) {
     LOG.info("transaction for key '{}' of {} rolled back, retried in {} ms (not an attempt): {}",
         key.value(), message.source(), delay.toMillis(), oneLine(e));
     listener.onRetry(message, key, ProcessingOutcome.RETRY_TRANSACTION, e, delay);
@@ -232,24 +425,19 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     return finish(message, key, ProcessingOutcome.RETRY_TRANSACTION, start);
   }
 
+  /** 0 to 100 ms at random, never more than the policy's initial backoff. */
+  private Duration transactionRetryDelay() {
+    long capMillis =
+        Math.min(TRANSACTION_RETRY_DELAY_CAP.toMillis(), retryPolicy.initialBackoff().toMillis());
+    return Duration.ofMillis(capMillis <= 0 ? 0 : ThreadLocalRandom.current().nextLong(capMillis + 1));
+  }
+
   private ClaimResult claimAndHandle(
       C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint) throws Exception {
-    ClaimResult claim;
-    try {
-      claim = store.claim(tx, key, fingerprint);
-    } catch (StoreUnavailableException | TransactionRetryException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      // A failing claim is never the message's fault (missing table, permissions, outage):
-      // retry it, never dead-letter good messages for it.
-      throw new StoreUnavailableException("claim of key '" + key.value() + "' failed: " + e, e);
-    }
+    ClaimResult claim = claimed(
+        () -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
     if (claim == ClaimResult.CLAIMED) {
-      handler.handle(key, message, tx);
-      // the handler may have swallowed a database error (the transaction is then aborted and
-      // its commit would silently roll back) or ended the transaction itself
-      store.confirmClaim(tx, key);
-      listener.afterHandler(message, key);
+      handleNew(tx, List.of(new KeyedMessage(key, message)));
     }
     return claim;
   }
@@ -419,6 +607,58 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
         : e.getClass().getSimpleName() + " (" + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
     int end = text.indexOf('\n');
     return end < 0 ? text : text.substring(0, end);
+  }
+
+  /** One message of a batch on its way through {@link #processBatch}. Confined to the calling thread. */
+  private static final class Item {
+    final InboundMessage message;
+    final Acknowledgement acknowledgement;
+    final KeyOrReason key;
+    final byte @Nullable [] fingerprint;
+    @Nullable ClaimResult claim;
+
+    Item(InboundMessage message, Acknowledgement acknowledgement, KeyOrReason key, byte @Nullable [] fingerprint) {
+      this.message = message;
+      this.acknowledgement = acknowledgement;
+      this.key = key;
+      this.fingerprint = fingerprint;
+    }
+
+    IdempotencyKey key() {
+      return Objects.requireNonNull(key.key);
+    }
+
+    byte[] fingerprint() {
+      return Objects.requireNonNull(fingerprint);
+    }
+
+    ClaimResult claim() {
+      return Objects.requireNonNull(claim);
+    }
+  }
+
+  /**
+   * The business logic of a pipeline: a per-message handler, or a batch handler (which a single
+   * message reaches as a one-element list). Immutable.
+   */
+  public static final class Handlers<C> {
+    final @Nullable KeyedMessageHandler<C> single;
+    final @Nullable BatchMessageHandler<C> batch;
+
+    private Handlers(@Nullable KeyedMessageHandler<C> single, @Nullable BatchMessageHandler<C> batch) {
+      this.single = single;
+      this.batch = batch;
+    }
+
+    /** A handler called once per new message. */
+    public static <C> Handlers<C> of(KeyedMessageHandler<C> handler) {
+      return new Handlers<>(Objects.requireNonNull(handler, "handler"), null);
+    }
+
+    /** A handler called once per batch with all its new messages. */
+    public static <C> Handlers<C> of(BatchMessageHandler<C> handler) {
+      return new Handlers<>(null, Objects.requireNonNull(handler, "batchHandler"));
+    }
   }
 
   private record KeyOrReason(

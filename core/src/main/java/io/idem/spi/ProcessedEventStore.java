@@ -4,6 +4,8 @@ import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Where processed-events markers live, and the transactions that hold them together with the
@@ -69,6 +71,70 @@ public interface ProcessedEventStore<C> {
    *     back, and the pipeline treats it as the store's failure (never the message's)
    */
   ClaimResult claim(C transaction, IdempotencyKey key, byte[] payloadFingerprint);
+
+  /**
+   * Claims several keys inside {@code transaction} — the multi-row claim of batch mode
+   * ({@link io.idem.IdempotentConsumer#processBatch}) — with the same meaning, key by key, as
+   * {@link #claim}: each answer is decided from what the database really inserted, never from a
+   * caught unique violation, and a key held by another open transaction waits for it (then
+   * {@link ClaimResult#DUPLICATE} or {@link ClaimResult#CONFLICT} if it committed, {@link
+   * ClaimResult#CLAIMED} if it rolled back).
+   *
+   * <p><b>Shape.</b> The answer is parallel to the input: element {@code i} is the answer for
+   * {@code keys.get(i)}, whose fingerprint is {@code payloadFingerprints.get(i)}. When the same
+   * key (same consumer group and value) appears more than once, its first occurrence decides;
+   * every later one is compared with the marker as the first left it — {@link
+   * ClaimResult#DUPLICATE} when its fingerprint equals the marker's (the first occurrence's own
+   * when that one was {@link ClaimResult#CLAIMED}), {@link ClaimResult#CONFLICT} otherwise —
+   * exactly as a {@link #claim} of that key later in the same transaction would answer. An empty
+   * list gives an empty list.
+   *
+   * <p><b>Atomicity.</b> Nothing is committed here: the markers become visible to others when
+   * {@code transaction} commits, all together, and disappear together when it rolls back. When
+   * this method throws, some markers may already be inserted in {@code transaction}: the caller
+   * must roll it back (the pipeline always does, by throwing out of {@link #inTransaction}).
+   * A store may insert the keys in an order of its own (store-jdbc sorts them, so that two
+   * batches sharing keys lock them in the same order and do not deadlock on them); the answers
+   * do not depend on that order.
+   *
+   * <p><b>Waiting.</b> Each key held by another open transaction is waited for, as {@link #claim}
+   * waits, and a store that bounds the wait (a lock timeout) bounds each wait on its own, so a
+   * batch can wait up to that bound once per contended key.
+   *
+   * <p><b>Threads.</b> Thread-safe as far as the store goes; {@code transaction} belongs to the
+   * calling thread, like every transaction context.
+   *
+   * <p>The default calls {@link #claim} once per key, in order, so it costs a round trip per key
+   * on a database store; a store that can claim many keys in one statement should override it
+   * (store-jdbc: one round trip for the whole list, a second one only after a racing transaction
+   * committed one of the keys during the wait).
+   *
+   * @param transaction the context of the surrounding {@link #inTransaction} call
+   * @param keys the keys to claim, in the batch's order; not {@code null}, no {@code null}
+   *     element
+   * @param payloadFingerprints SHA-256 of each payload, 32 bytes each, parallel to {@code keys}
+   * @return one answer per key, parallel to {@code keys}; a new list the caller may keep
+   * @throws IllegalArgumentException when the lists differ in size or a fingerprint is not 32
+   *     bytes
+   * @throws TransactionRetryException when the database asked for a retry (SQLSTATE 40001,
+   *     40P01) or the wait for another transaction's lock on one of the keys timed out: the whole
+   *     transaction must be rolled back and retried
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure; the transaction must then be rolled
+   *     back, and the pipeline treats it as the store's failure (never the messages')
+   */
+  default List<ClaimResult> claimAll(
+      C transaction, List<IdempotencyKey> keys, List<byte[]> payloadFingerprints) {
+    if (keys.size() != payloadFingerprints.size()) {
+      throw new IllegalArgumentException("keys and payloadFingerprints must have the same size, but"
+          + " had " + keys.size() + " and " + payloadFingerprints.size());
+    }
+    List<ClaimResult> results = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      results.add(claim(transaction, keys.get(i), payloadFingerprints.get(i)));
+    }
+    return results;
+  }
 
   /**
    * Confirms, after the handler ran and before the commit, that {@code transaction} still holds

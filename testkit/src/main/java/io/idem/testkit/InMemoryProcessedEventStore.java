@@ -8,6 +8,7 @@ import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -15,6 +16,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.IntStream;
 
 /**
  * A {@link ProcessedEventStore} in memory, for unit tests of handlers and pipelines. It behaves
@@ -81,29 +83,64 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
   public ClaimResult claim(InMemoryTransaction tx, IdempotencyKey key, byte[] payloadFingerprint) {
     Objects.requireNonNull(tx, "transaction");
     tx.checkOpen();
-    Key k = new Key(key.consumerGroup(), key.value());
     lock.lock();
     try {
-      while (pending.containsKey(k) && pending.get(k) != tx) {
-        released.awaitUninterruptibly();
-      }
-      Marker marker = committed.get(k);
-      if (marker != null) {
-        return Arrays.equals(marker.fingerprint(), payloadFingerprint)
-            ? ClaimResult.DUPLICATE
-            : ClaimResult.CONFLICT;
-      }
-      if (pending.get(k) == tx) {
-        return Arrays.equals(tx.fingerprintOf(k), payloadFingerprint)
-            ? ClaimResult.DUPLICATE
-            : ClaimResult.CONFLICT;
-      }
-      pending.put(k, tx);
-      tx.remember(k, payloadFingerprint.clone());
-      return ClaimResult.CLAIMED;
+      return claimLocked(tx, new Key(key.consumerGroup(), key.value()), payloadFingerprint);
     } finally {
       lock.unlock();
     }
+  }
+
+  /**
+   * Claims the keys as PostgreSQL's multi-row claim does: in (group, key) order, so that two
+   * batches sharing keys never wait for each other in a cycle (this store has no deadlock
+   * detection), each key held by another open transaction waited for in turn, the keys already
+   * claimed staying held meanwhile; answers parallel to the input, a repeated key's later
+   * occurrences compared with the marker its first occurrence left.
+   */
+  @Override
+  public List<ClaimResult> claimAll(
+      InMemoryTransaction tx, List<IdempotencyKey> keys, List<byte[]> payloadFingerprints) {
+    Objects.requireNonNull(tx, "transaction");
+    if (keys.size() != payloadFingerprints.size()) {
+      throw new IllegalArgumentException("keys and payloadFingerprints must have the same size, but"
+          + " had " + keys.size() + " and " + payloadFingerprints.size());
+    }
+    tx.checkOpen();
+    Comparator<Integer> byKey = Comparator.comparing((Integer i) -> keys.get(i).consumerGroup())
+        .thenComparing(i -> keys.get(i).value());
+    List<Integer> order = IntStream.range(0, keys.size()).boxed().sorted(byKey).toList(); // stable
+    ClaimResult[] results = new ClaimResult[keys.size()];
+    lock.lock();
+    try {
+      for (int i : order) {
+        IdempotencyKey key = keys.get(i);
+        results[i] = claimLocked(tx, new Key(key.consumerGroup(), key.value()), payloadFingerprints.get(i));
+      }
+    } finally {
+      lock.unlock();
+    }
+    return new ArrayList<>(Arrays.asList(results));
+  }
+
+  private ClaimResult claimLocked(InMemoryTransaction tx, Key k, byte[] payloadFingerprint) {
+    while (pending.containsKey(k) && pending.get(k) != tx) {
+      released.awaitUninterruptibly();
+    }
+    Marker marker = committed.get(k);
+    if (marker != null) {
+      return Arrays.equals(marker.fingerprint(), payloadFingerprint)
+          ? ClaimResult.DUPLICATE
+          : ClaimResult.CONFLICT;
+    }
+    if (pending.get(k) == tx) {
+      return Arrays.equals(tx.fingerprintOf(k), payloadFingerprint)
+          ? ClaimResult.DUPLICATE
+          : ClaimResult.CONFLICT;
+    }
+    pending.put(k, tx);
+    tx.remember(k, payloadFingerprint.clone());
+    return ClaimResult.CLAIMED;
   }
 
   @Override

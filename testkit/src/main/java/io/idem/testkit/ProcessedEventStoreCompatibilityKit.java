@@ -138,6 +138,119 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
     }
   }
 
+  private List<ClaimResult> claimAllCommitted(List<IdempotencyKey> keys, List<String> payloads)
+      throws Exception {
+    return store().inTransaction(tx -> store().claimAll(tx, keys, fingerprints(payloads)));
+  }
+
+  private static List<byte[]> fingerprints(List<String> payloads) {
+    return payloads.stream().map(ProcessedEventStoreCompatibilityKit::fingerprint).toList();
+  }
+
+  @Nested
+  @DisplayName("claimAll")
+  class ClaimAll {
+
+    @Test
+    @DisplayName("new, duplicate and conflicting keys in one call: answers parallel to the input")
+    void mixedAnswersInOrder() throws Exception {
+      claimCommitted(key("dup"), "p");
+      claimCommitted(key("conflict"), "p");
+      List<ClaimResult> results = claimAllCommitted(
+          List.of(key("new-1"), key("dup"), key("conflict"), key("new-2")),
+          List.of("p", "p", "other", "p"));
+      assertThat(results).containsExactly(
+          ClaimResult.CLAIMED, ClaimResult.DUPLICATE, ClaimResult.CONFLICT, ClaimResult.CLAIMED);
+      assertThat(store().isProcessed(key("new-1"))).isTrue();
+      assertThat(store().isProcessed(key("new-2"))).isTrue();
+      assertThat(claimCommitted(key("conflict"), "p")).isEqualTo(ClaimResult.DUPLICATE);
+    }
+
+    @Test
+    @DisplayName("a key twice in one call: the first occurrence decides, later ones are compared with it")
+    void repeatedKeyFirstOccurrenceDecides() throws Exception {
+      List<ClaimResult> results = claimAllCommitted(
+          List.of(key("z"), key("twice"), key("a"), key("twice"), key("twice")),
+          List.of("p", "first", "p", "first", "second"));
+      assertThat(results).containsExactly(ClaimResult.CLAIMED, ClaimResult.CLAIMED, ClaimResult.CLAIMED,
+          ClaimResult.DUPLICATE, ClaimResult.CONFLICT);
+      assertThat(claimCommitted(key("twice"), "first")).isEqualTo(ClaimResult.DUPLICATE);
+    }
+
+    @Test
+    @DisplayName("a committed key twice in one call: each occurrence compared with the stored marker")
+    void repeatedCommittedKey() throws Exception {
+      claimCommitted(key("stored"), "p");
+      assertThat(claimAllCommitted(List.of(key("stored"), key("stored")), List.of("other", "p")))
+          .containsExactly(ClaimResult.CONFLICT, ClaimResult.DUPLICATE);
+    }
+
+    @Test
+    @DisplayName("a rollback drops every marker of the call and the business writes")
+    void rollbackDropsAll() throws Exception {
+      IllegalStateException boom = new IllegalStateException("boom");
+      List<IdempotencyKey> keys = List.of(key("rb-1"), key("rb-2"), key("rb-3"));
+      assertThatThrownBy(() -> store().inTransaction(tx -> {
+        store().claimAll(tx, keys, fingerprints(List.of("p", "p", "p")));
+        recordEffect(tx, "rb-" + group);
+        throw boom;
+      })).isSameAs(boom);
+      assertThat(keys).noneMatch(k -> store().isProcessed(k));
+      assertThat(effectCount("rb-" + group)).isZero();
+      assertThat(claimAllCommitted(keys, List.of("p", "p", "p")))
+          .containsOnly(ClaimResult.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("an empty call answers an empty list; lists of different sizes are refused")
+    void emptyAndMismatched() throws Exception {
+      assertThat(claimAllCommitted(List.of(), List.of())).isEmpty();
+      assertThatThrownBy(() -> store().inTransaction(
+              tx -> store().claimAll(tx, List.of(key("m")), List.of())))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThat(store().isProcessed(key("m"))).isFalse();
+    }
+
+    @Test
+    @DisplayName("one key held by an open transaction: the call waits, then that key is a conflict")
+    void racingKeyWaitsThenConflicts() throws Exception {
+      assertThat(raceOnOneKey("theirs", true))
+          .containsExactly(ClaimResult.CLAIMED, ClaimResult.CONFLICT, ClaimResult.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("one key held by an open transaction that rolls back: the call claims it")
+    void racingKeyClaimedAfterRollback() throws Exception {
+      assertThat(raceOnOneKey("theirs", false)).containsOnly(ClaimResult.CLAIMED);
+    }
+
+    /** Another transaction claims key "held" and stays open 500 ms; meanwhile a, held, c are claimed. */
+    private List<ClaimResult> raceOnOneKey(String theirPayload, boolean theyCommit) throws Exception {
+      CountDownLatch held = new CountDownLatch(1);
+      Future<Object> first = threads.submit(() -> {
+        try {
+          return store().inTransaction(tx -> {
+            store().claim(tx, key("held"), fingerprint(theirPayload));
+            held.countDown();
+            Thread.sleep(500);
+            if (!theyCommit) {
+              throw new IllegalStateException("they fail");
+            }
+            return null;
+          });
+        } catch (IllegalStateException expected) {
+          return expected;
+        }
+      });
+      assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
+      List<ClaimResult> results = threads.submit(() -> claimAllCommitted(
+              List.of(key("a"), key("held"), key("c")), List.of("mine", "mine", "mine")))
+          .get(20, TimeUnit.SECONDS);
+      first.get(10, TimeUnit.SECONDS);
+      return results;
+    }
+  }
+
   @Nested
   @DisplayName("transactions")
   class Transactions {

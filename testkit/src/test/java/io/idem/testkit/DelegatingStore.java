@@ -25,6 +25,12 @@ class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
   }
 
   @Override
+  public java.util.List<ClaimResult> claimAll(
+      InMemoryTransaction tx, java.util.List<IdempotencyKey> keys, java.util.List<byte[]> fingerprints) {
+    return delegate.claimAll(tx, keys, fingerprints);
+  }
+
+  @Override
   public int purge(Instant before, int maxRows) {
     return delegate.purge(before, maxRows);
   }

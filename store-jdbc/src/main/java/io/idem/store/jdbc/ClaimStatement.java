@@ -3,10 +3,15 @@ package io.idem.store.jdbc;
 import io.idem.IdempotencyKey;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
+import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
 
@@ -34,6 +39,8 @@ final class ClaimStatement {
 
   private final String claimStatement;
   private final String fingerprintStatement;
+  private final String claimAllStatement;
+  private final String fingerprintsStatement;
   private final String lockTimeout;
 
   /**
@@ -43,6 +50,8 @@ final class ClaimStatement {
   ClaimStatement(String namespace, String lockTimeout) {
     this.claimStatement = namespace + ".claim";
     this.fingerprintStatement = namespace + ".fingerprint";
+    this.claimAllStatement = namespace + ".claimAll";
+    this.fingerprintsStatement = namespace + ".fingerprints";
     this.lockTimeout = lockTimeout;
   }
 
@@ -63,23 +72,7 @@ final class ClaimStatement {
     params.put("keySource", keySource);
     params.put("fingerprint", fingerprint);
     params.put("lockTimeout", lockTimeout);
-    List<Map<String, Object>> rows;
-    try {
-      rows = transaction.selectList(claimStatement, params);
-    } catch (RuntimeException e) {
-      String state = TransientFailures.sqlState(e);
-      if (LOCK_NOT_AVAILABLE.equals(state)) {
-        throw new TransactionRetryException("the claim of key '" + key + "' waited longer than the"
-            + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
-            + " key: " + TransientFailures.rootMessage(e), e);
-      }
-      if (state != null && TransientFailures.RETRY_TRANSACTION.contains(state)) {
-        throw new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
-            + " (SQLSTATE " + state + ") during the claim of key '" + key + "': "
-            + TransientFailures.rootMessage(e), e);
-      }
-      throw e;
-    }
+    List<Map<String, Object>> rows = select(transaction, claimStatement, params, "key '" + key + "'");
     if (!rows.isEmpty()) {
       Map<String, Object> row = rows.get(0);
       if (Boolean.TRUE.equals(row.get("inserted"))) {
@@ -94,6 +87,132 @@ final class ClaimStatement {
     // The claim waited for a racing transaction that committed the key (its snapshot predates
     // the wait), or the row was purged in between: read again with a new snapshot.
     return compare(transaction.selectOne(fingerprintStatement, params), fingerprint);
+  }
+
+  /**
+   * Runs the claim statement {@code statement}, turning a lock timeout and PostgreSQL's requests
+   * for a retry into {@link TransactionRetryException}.
+   *
+   * @param what the claimed key(s), for the message
+   */
+  private List<Map<String, Object>> select(
+      SqlSession transaction, String statement, Map<String, Object> params, String what) {
+    try {
+      return transaction.selectList(statement, params);
+    } catch (RuntimeException e) {
+      String state = TransientFailures.sqlState(e);
+      if (LOCK_NOT_AVAILABLE.equals(state)) {
+        throw new TransactionRetryException("the claim of " + what + " waited longer than the"
+            + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
+            + " key: " + TransientFailures.rootMessage(e), e);
+      }
+      if (state != null && TransientFailures.RETRY_TRANSACTION.contains(state)) {
+        throw new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
+            + " (SQLSTATE " + state + ") during the claim of " + what + ": "
+            + TransientFailures.rootMessage(e), e);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * The multi-row claim ({@link io.idem.spi.ProcessedEventStore#claimAll}): one statement for the
+   * distinct keys, sorted by (group, key) so that two batches sharing keys lock them in the same
+   * order (no deadlock between them on the markers), passed as PostgreSQL arrays; "new" decided
+   * from the keys the INSERT returned. Keys answered neither as inserted nor with a stored
+   * fingerprint — a racing transaction committed them while the statement waited — are read again
+   * in one more statement, as {@link #claim} does for one key. A key repeated in the input is
+   * decided by its first occurrence; the later ones are compared with the marker it left. Records
+   * the transaction id and the keys inserted in the session's {@link OpenTransaction} for the
+   * commit check.
+   *
+   * @param keys validated keys, not empty
+   * @param fingerprints 32 bytes each, parallel to {@code keys}
+   * @return answers parallel to {@code keys}
+   * @throws TransactionRetryException the wait for one key ran out of the lock timeout (55P03),
+   *     or PostgreSQL asked for a retry (40001, 40P01)
+   * @throws RuntimeException (MyBatis' PersistenceException, or an {@link SQLException} wrapped)
+   *     on any other database failure
+   */
+  List<ClaimResult> claimAll(SqlSession transaction, List<IdempotencyKey> keys, List<byte[]> fingerprints) {
+    TreeMap<KeyOf, Integer> firsts = new TreeMap<>();
+    for (int i = 0; i < keys.size(); i++) {
+      firsts.putIfAbsent(KeyOf.of(keys.get(i)), i);
+    }
+    List<KeyOf> distinct = new ArrayList<>(firsts.keySet());
+    Map<String, Object> params = arrays(transaction, distinct);
+    params.put("sources", array(transaction, "text",
+        distinct.stream().map(k -> keys.get(firsts.get(k)).source().name()).toArray(String[]::new)));
+    params.put("fingerprints", array(transaction, "bytea",
+        distinct.stream().map(k -> fingerprints.get(firsts.get(k))).toArray(byte[][]::new)));
+    params.put("lockTimeout", lockTimeout);
+    List<Map<String, Object>> rows =
+        select(transaction, claimAllStatement, params, distinct.size() + " keys (one batch)");
+    Set<KeyOf> inserted = new HashSet<>();
+    Map<KeyOf, byte[]> stored = new HashMap<>();
+    OpenTransaction open = GuardedSession.transactionOf(transaction);
+    for (Map<String, Object> row : rows) {
+      KeyOf k = new KeyOf((String) row.get("consumerGroup"), (String) row.get("key"));
+      if (Boolean.TRUE.equals(row.get("inserted"))) {
+        inserted.add(k);
+        if (open != null) {
+          open.claimed(((Number) row.get("txid")).longValue(), k.group(), k.value());
+        }
+      } else {
+        stored.put(k, (byte[]) row.get("stored"));
+      }
+    }
+    List<KeyOf> waitedFor = distinct.stream()
+        .filter(k -> !inserted.contains(k) && !stored.containsKey(k)).toList();
+    if (!waitedFor.isEmpty()) {
+      // They waited for racing transactions that committed them (the statement's snapshot
+      // predates the wait), or were purged in between: read again with a new snapshot.
+      for (Map<String, Object> row : transaction.<Map<String, Object>>selectList(
+          fingerprintsStatement, arrays(transaction, waitedFor))) {
+        stored.put(new KeyOf((String) row.get("consumerGroup"), (String) row.get("key")),
+            (byte[]) row.get("stored"));
+      }
+    }
+    List<ClaimResult> results = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      KeyOf k = KeyOf.of(keys.get(i));
+      int first = firsts.get(k);
+      if (inserted.contains(k)) {
+        results.add(first == i ? ClaimResult.CLAIMED : compare(fingerprints.get(first), fingerprints.get(i)));
+      } else {
+        results.add(compare(stored.get(k), fingerprints.get(i)));
+      }
+    }
+    return results;
+  }
+
+  /** {@code groups} and {@code keys} of {@code distinct} as PostgreSQL text arrays. */
+  private static Map<String, Object> arrays(SqlSession transaction, List<KeyOf> distinct) {
+    Map<String, Object> params = new HashMap<>();
+    params.put("groups", array(transaction, "text", distinct.stream().map(KeyOf::group).toArray(String[]::new)));
+    params.put("keys", array(transaction, "text", distinct.stream().map(KeyOf::value).toArray(String[]::new)));
+    return params;
+  }
+
+  private static java.sql.Array array(SqlSession transaction, String type, Object[] elements) {
+    try {
+      return transaction.getConnection().createArrayOf(type, elements);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not build a " + type + "[] parameter for the claim: " + e, e);
+    }
+  }
+
+  /** A key's identity in the table, ordered by group, then value (the locking order). */
+  private record KeyOf(String group, String value) implements Comparable<KeyOf> {
+    static KeyOf of(IdempotencyKey key) {
+      return new KeyOf(key.consumerGroup(), key.value());
+    }
+
+    @Override
+    public int compareTo(KeyOf other) {
+      int byGroup = group.compareTo(other.group);
+      return byGroup != 0 ? byGroup : value.compareTo(other.value);
+    }
   }
 
   private static ClaimResult compare(byte @Nullable [] stored, byte[] fingerprint) {

@@ -11,7 +11,9 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -261,6 +263,45 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     return claims.claim(
         transaction, key.consumerGroup(), key.value(), key.source().name(), payloadFingerprint);
+  }
+
+  /**
+   * Claims {@code keys} with one statement (one round trip) — the multi-row form of {@link #claim}:
+   * the same transaction-local {@code lock_timeout}, then {@code INSERT … SELECT … FROM unnest(…)
+   * ON CONFLICT DO NOTHING RETURNING} the keys really inserted and the transaction id, in a CTE
+   * that also returns the stored fingerprint of every other key. Only the keys that come back in
+   * neither form — a racing transaction committed them while the statement waited, after its
+   * snapshot was taken — are read again, in one second statement for all of them. The distinct
+   * keys are inserted in (group, key) order, so two batches sharing keys do not deadlock on the
+   * markers; the lock timeout bounds each wait on its own. The transaction id is recorded for the
+   * commit check, which is the same as for one key.
+   *
+   * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.
+   *
+   * @throws IllegalArgumentException when the lists differ in size or a fingerprint is not 32
+   *     bytes
+   * @throws TransactionRetryException one key's wait ran out of the lock timeout (55P03), or
+   *     PostgreSQL asked for a retry (40001, 40P01)
+   * @throws RuntimeException (MyBatis' PersistenceException) on any other database failure
+   */
+  @Override
+  public List<ClaimResult> claimAll(
+      SqlSession transaction, List<IdempotencyKey> keys, List<byte[]> payloadFingerprints) {
+    Objects.requireNonNull(transaction, "transaction");
+    if (keys.size() != payloadFingerprints.size()) {
+      throw new IllegalArgumentException("keys and payloadFingerprints must have the same size, but"
+          + " had " + keys.size() + " and " + payloadFingerprints.size());
+    }
+    for (byte[] fingerprint : payloadFingerprints) {
+      if (fingerprint.length != 32) {
+        throw new IllegalArgumentException(
+            "payloadFingerprints must be 32-byte SHA-256s, but one had " + fingerprint.length + " bytes");
+      }
+    }
+    if (keys.isEmpty()) {
+      return new ArrayList<>();
+    }
+    return claims.claimAll(transaction, keys, payloadFingerprints);
   }
 
   /**

@@ -139,6 +139,61 @@ class RoundTripsIT {
         .anyMatch(m -> m.contains("query=\"COMMIT\"") || m.contains("COMMIT"));
   }
 
+  /** A batch of {@code n} new messages with a per-message handler: claimAll, n INSERTs, check+COMMIT. */
+  @Test
+  void aBatchOfNewMessagesCostsOneClaimTheHandlersStatementsAndOneCommit() {
+    // its own statement text: pgjdbc prepares a statement run 5 times on the server and then
+    // sends no Parse for it, which the single-message test looks for
+    IdempotentConsumer<SqlSession> pipeline = StoreTests.pipeline(store, (message, session) -> {
+      try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects (k) VALUES (?)")) {
+        ps.setString(1, message.header("idempotency-key"));
+        ps.executeUpdate();
+      }
+    }, false);
+    int n = 10;
+    List<io.idem.InboundMessage> batch = new ArrayList<>();
+    List<io.idem.spi.Acknowledgement> acks = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(StoreTests.message("batch-" + UUID.randomUUID(), "{}", 1));
+      acks.add(new RecordedAcknowledgement());
+    }
+    List<ProcessingOutcome> outcomes = new ArrayList<>();
+    List<String> sent = frontendMessages(() -> outcomes.addAll(pipeline.processBatch(batch, acks)));
+    LoggerFactory.getLogger(RoundTripsIT.class).info("a batch of {} new messages sent: {}", n, sent);
+    assertThat(outcomes).hasSize(n).containsOnly(ProcessingOutcome.PROCESSED);
+    assertThat(roundTrips(sent)).as("round trips of %s", sent).isEqualTo(n + 2);
+    assertThat(queries(sent)).filteredOn(q -> q.contains("WITH input AS")).hasSize(1);
+  }
+
+  /** The same batch with a batch handler writing one multi-row INSERT: 3 round trips, whatever n. */
+  @Test
+  void aBatchWithABatchHandlerCostsThreeRoundTrips() {
+    IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store).consumerGroup("classify")
+        .batchHandler((news, session) -> {
+          try (PreparedStatement ps = session.getConnection()
+              .prepareStatement("INSERT INTO effects SELECT unnest(?::text[])")) {
+            ps.setArray(1, session.getConnection().createArrayOf("text",
+                news.stream().map(k -> k.key().value()).toArray()));
+            ps.executeUpdate();
+          }
+        }).build();
+    int n = 50;
+    List<io.idem.InboundMessage> batch = new ArrayList<>();
+    List<io.idem.spi.Acknowledgement> acks = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      batch.add(StoreTests.message("bh-" + UUID.randomUUID(), "{}", 1));
+      acks.add(new RecordedAcknowledgement());
+    }
+    List<ProcessingOutcome> outcomes = new ArrayList<>();
+    List<String> sent = frontendMessages(() -> outcomes.addAll(pipeline.processBatch(batch, acks)));
+    assertThat(outcomes).hasSize(n).containsOnly(ProcessingOutcome.PROCESSED);
+    assertThat(roundTrips(sent)).as("round trips of %s", sent).isEqualTo(3);
+    // the same keys again: all duplicates, the claim and the COMMIT
+    List<String> again = frontendMessages(() -> outcomes.addAll(pipeline.processBatch(batch, acks)));
+    assertThat(outcomes.subList(n, 2 * n)).containsOnly(ProcessingOutcome.DUPLICATE);
+    assertThat(roundTrips(again)).as("round trips of %s", again).isEqualTo(2);
+  }
+
   @Test
   void aDuplicateCostsTheClaimAndTheCommit() {
     IdempotentConsumer<SqlSession> pipeline = StoreTests.pipeline(store, (message, session) -> {}, false);
