@@ -418,7 +418,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
           : attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
       RabbitInboundMessage message = new RabbitInboundMessage(
           config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
-          delivery.receivedAt());
+          delivery.receivedAt())
+          .withBrokerAttemptLimit(config.queueType() == RabbitQueueType.QUORUM ? config.deliveryLimit() : null);
       acknowledgement = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
       return pipeline.process(message, acknowledgement);
     } catch (Throwable e) {

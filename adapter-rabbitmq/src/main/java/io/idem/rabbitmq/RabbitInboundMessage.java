@@ -39,6 +39,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   private final int deliveryAttempt;
   private final Instant receivedAt;
   private final DecodedHeaders headers;
+  private int brokerAttemptLimit = Integer.MAX_VALUE;
 
   RabbitInboundMessage(
       String queue,
@@ -97,6 +98,23 @@ public final class RabbitInboundMessage implements InboundMessage {
    * broker's counter (classic queues: from 2), so a poison message may get more than
    * {@code maxAttempts} deliveries in all, never fewer.
    */
+  /**
+   * The quorum queue's {@code x-delivery-limit} as configured ({@code
+   * RabbitConsumerConfig.Builder#deliveryLimit}), {@link Integer#MAX_VALUE} otherwise: the
+   * pipeline dead-letters with its reason on attempt {@code min(maxAttempts, limit)}, before
+   * RabbitMQ would dead-letter (or drop) the message without one.
+   */
+  @Override
+  public int brokerAttemptLimit() {
+    return brokerAttemptLimit;
+  }
+
+  /** Sets {@link #brokerAttemptLimit()}; done once by the consumer before processing. */
+  RabbitInboundMessage withBrokerAttemptLimit(@Nullable Integer limit) {
+    this.brokerAttemptLimit = limit == null ? Integer.MAX_VALUE : limit;
+    return this;
+  }
+
   @Override
   public int deliveryAttempt() {
     return deliveryAttempt;
