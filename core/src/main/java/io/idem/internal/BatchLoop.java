@@ -11,7 +11,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * The message-by-message walk of a batch shared by {@link
  * io.idem.IdempotentConsumer#processBatch(List, List, BatchOrder)}'s default and {@link
- * DefaultIdempotentConsumer}: runs {@code step} for each item in order; with {@link
+ * BatchProcessor}: runs {@code step} for each item in order; with {@link
  * BatchOrder#ORDERED} stops after the first outcome that hands its message back ({@link
  * ProcessingOutcome#isRetry()}) or at the first step that throws (an acknowledgement failure);
  * with {@link BatchOrder#UNORDERED} goes on and rethrows the first failure at the end, later ones

@@ -1,0 +1,111 @@
+package io.idem.internal;
+
+import io.idem.IdempotencyKey;
+import io.idem.IdempotencyListener;
+import io.idem.InboundMessage;
+import io.idem.KeyedMessage;
+import io.idem.KeyedMessageHandler;
+import io.idem.StoreUnavailableException;
+import io.idem.TransactionRetryException;
+import io.idem.internal.DefaultIdempotentConsumer.Handlers;
+import io.idem.spi.ClaimResult;
+import io.idem.spi.ProcessedEventStore;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+/**
+ * The work inside a pipeline's transaction, for one message or a batch: claim the keys, run the
+ * handler for the new ones, confirm each claim. Thread-safe; a transaction context stays on the
+ * thread running it.
+ */
+final class ClaimAndHandle<C> {
+  private final ProcessedEventStore<C> store;
+  private final Handlers<C> handlers;
+  private final IdempotencyListener listener;
+
+  ClaimAndHandle(ProcessedEventStore<C> store, Handlers<C> handlers, IdempotencyListener listener) {
+    this.store = store;
+    this.handlers = handlers;
+    this.listener = listener;
+  }
+
+  /** Claims one key with {@link ProcessedEventStore#claim} and handles the message if it is new. */
+  ClaimResult one(C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint)
+      throws Exception {
+    ClaimResult claim = claimed(
+        () -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
+    if (claim == ClaimResult.CLAIMED) {
+      handleNew(tx, List.of(new KeyedMessage(key, message)));
+    }
+    return claim;
+  }
+
+  /**
+   * Claims a batch's keys with one {@link ProcessedEventStore#claimAll} and handles the new
+   * messages in order; the three lists are parallel.
+   */
+  List<ClaimResult> all(
+      C tx, List<IdempotencyKey> keys, List<byte[]> fingerprints, List<InboundMessage> messages)
+      throws Exception {
+    List<ClaimResult> claims = claimed(
+        () -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
+    if (claims.size() != keys.size()) {
+      throw new StoreUnavailableException("the store answered " + claims.size() + " claim(s) for "
+          + keys.size() + " keys", null);
+    }
+    List<KeyedMessage> fresh = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      if (claims.get(i) == ClaimResult.CLAIMED) {
+        fresh.add(new KeyedMessage(keys.get(i), messages.get(i)));
+      }
+    }
+    if (!fresh.isEmpty()) {
+      handleNew(tx, fresh);
+    }
+    return claims;
+  }
+
+  /**
+   * Runs the handler for the claimed messages in order (or the batch handler once with all of
+   * them), then confirms each claim and tells {@code afterHandler}.
+   */
+  private void handleNew(C tx, List<KeyedMessage> fresh) throws Exception {
+    KeyedMessageHandler<C> single = handlers.single;
+    if (single != null) {
+      for (KeyedMessage each : fresh) {
+        single.handle(each.key(), each.message(), tx);
+        confirmed(tx, each);
+      }
+      return;
+    }
+    Objects.requireNonNull(handlers.batch).handle(Collections.unmodifiableList(fresh), tx);
+    for (KeyedMessage each : fresh) {
+      confirmed(tx, each);
+    }
+  }
+
+  private void confirmed(C tx, KeyedMessage each) {
+    // the handler may have swallowed a database error (the transaction is then aborted and its
+    // commit would silently roll back) or ended the transaction itself
+    store.confirmClaim(tx, each.key());
+    listener.afterHandler(each.message(), each.key());
+  }
+
+  /**
+   * A claim of the store: a failing claim is never the message's fault (missing table,
+   * permissions, outage), so anything but a transaction retry is a store outage: retried, never
+   * dead-lettered.
+   */
+  private static <T> T claimed(Supplier<T> claim, String what) {
+    try {
+      return claim.get();
+    } catch (StoreUnavailableException | TransactionRetryException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new StoreUnavailableException(what + " failed: " + e, e);
+    }
+  }
+}
