@@ -59,7 +59,8 @@ class RabbitConsumerConfigTest {
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(4).concurrency(5).build())
         .hasMessage("concurrency must be in 1..prefetch (4), but was 5");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").deliveryLimit(5).build())
-        .hasMessage("deliveryLimit applies to quorum queues only, but was 5 on a CLASSIC queue");
+        .hasMessage("deliveryLimit applies to quorum queues only, but was 5 on a CLASSIC queue"
+            + " (the default queue type is CLASSIC); set queueType(RabbitQueueType.QUORUM) as well");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueType(RabbitQueueType.QUORUM)
             .deliveryLimit(0).build())
         .hasMessage("deliveryLimit must be >= 1, but was 0");
