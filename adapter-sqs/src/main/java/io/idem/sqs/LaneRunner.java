@@ -152,21 +152,24 @@ final class LaneRunner {
     }
   }
 
-  /** Before a message starts: enough visibility left? Extend it or skip it. */
+  /**
+   * Before a message starts: enough visibility left? Extend it or skip it. With the heartbeat on,
+   * a message whose visibility (as this consumer counts it: from before the receive was sent) is
+   * within the safety margin of running out is extended first — SQS refuses the call if its
+   * receipt handle is no longer current, i.e. another receive has it — and skipped only when that
+   * fails. A skipped message reappears when its visibility runs out; that receive is not counted
+   * as an attempt ({@link AttemptLedger}).
+   */
   private boolean ready(Delivery delivery) {
     long now = System.nanoTime();
     long remaining = delivery.remainingNanos(now);
-    if (remaining <= marginNanos) {
+    boolean extend = config.visibilityHeartbeat() && (remaining <= marginNanos || keeper.due(delivery, now));
+    if (extend ? !keeper.extend(delivery) : remaining <= marginNanos) {
       skipped.incrementAndGet();
       keeper.leave(delivery);
-      LOG.info("{} on {} waited too long for its turn (visibility {} ms from running out); skipped and"
+      LOG.info("{} on {} waited too long for its turn (visibility {} ms from running out{}); skipped and"
           + " left for redelivery, which is not counted as an attempt", delivery, config.queueName(),
-          remaining / 1_000_000);
-      return false;
-    }
-    if (config.visibilityHeartbeat() && keeper.due(delivery, now) && !keeper.extend(delivery)) {
-      skipped.incrementAndGet();
-      keeper.leave(delivery);
+          remaining / 1_000_000, extend ? ", and it could not be extended" : "");
       return false;
     }
     return true;

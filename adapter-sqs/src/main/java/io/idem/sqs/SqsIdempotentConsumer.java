@@ -32,28 +32,34 @@ import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
  * Consumes one SQS queue (standard or FIFO) through an {@link IdempotentConsumer} pipeline,
  * deleting each message only after its store transaction ended.
  *
- * <p><b>Loop.</b> One poller thread long-polls {@code ReceiveMessage} ({@code WaitTimeSeconds},
- * {@code MaxNumberOfMessages}, the configured {@code VisibilityTimeout}, all message attributes
- * and all system attributes, among them {@code ApproximateReceiveCount}). The batch is split into
- * lanes — one per message on a standard queue, one per {@code MessageGroupId} on a FIFO queue, in
- * order — which run on {@code concurrency} worker threads; the next receive follows when the
- * batch is done and its deletes were flushed.
+ * <p><b>Loop.</b> One poller thread ({@link Receiver}) long-polls {@code ReceiveMessage}
+ * ({@code WaitTimeSeconds}, {@code MaxNumberOfMessages}, the configured {@code VisibilityTimeout},
+ * all message attributes and all system attributes, among them {@code ApproximateReceiveCount}).
+ * The batch is split into lanes ({@link LaneRunner}) — one per message on a standard queue, one
+ * per {@code MessageGroupId} on a FIFO queue, in order — which run on {@code concurrency} worker
+ * threads; the next receive follows when the batch is done and its deletes were flushed.
+ *
+ * <p><b>Attempts</b> are handler runs, not receives (issue 11): the delivery attempt is
+ * {@code ApproximateReceiveCount} less the receives this consumer ended without a handler run
+ * (handed back unstarted, skipped near expiry, released at close), plus the retries it ran in
+ * process ({@link AttemptLedger}).
  *
  * <p><b>Visibility.</b> Every message this consumer holds (waiting its turn, in the handler, or
  * waiting for its batched delete) is extended back to a full visibility timeout with
  * {@code ChangeMessageVisibility} once it has used {@code heartbeatShare} of it, unless the
  * heartbeat is off. Before a message of a batch starts, its remaining visibility is checked: too
- * little left and it is extended (heartbeat on) or, when already run out, skipped without
- * touching it — SQS may already have handed it to another consumer, and the receipt handle this
- * consumer holds is no longer the current one.
+ * little left and it is extended (heartbeat on) — SQS refuses that when the receipt handle is no
+ * longer the current one — or skipped (heartbeat off, or the extension refused) and left to
+ * reappear, which is not counted as an attempt.
  *
  * <p><b>Settling</b> ({@link SqsAcknowledgement}): ack = delete with this delivery's receipt
- * handle; retry = {@code ChangeMessageVisibility} to the backoff; dead letter = copy to the
- * configured dead-letter queue with reason attributes and delete, or — with no dead-letter queue
- * configured — hand it back so that the queue's {@code RedrivePolicy} moves it after
- * {@code maxReceiveCount} receives (SQS moves messages unchanged, so the reason is then only
- * logged; set {@code maxReceiveCount} to the retry policy's {@code maxAttempts}). The delivery
- * attempt is {@code ApproximateReceiveCount}.
+ * handle; retry = {@code ChangeMessageVisibility} to the backoff (FIFO, with the rest of the group
+ * behind it in the batch: in process); dead letter = copy with reason attributes to the configured
+ * dead-letter queue, or else to the target of the queue's {@code RedrivePolicy}, and delete. Only
+ * when that target cannot be resolved is the message handed back for the {@code RedrivePolicy} to
+ * move unchanged (the reason is then only logged). A retry that would leave the message for the
+ * {@code RedrivePolicy} (its receive count reached {@code maxReceiveCount}) dead-letters it instead,
+ * with a reason: Idem dead-letters at the lower of {@code maxAttempts} and {@code maxReceiveCount}.
  *
  * <p><b>Store outages.</b> When the processed-events store is unavailable the message is not
  * handed back: it stays hidden (kept by the heartbeat) while the worker waits for the pipeline's
@@ -64,20 +70,25 @@ import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
  *
  * <p><b>Dead letters.</b> With {@link SqsConsumerConfig#deadLetterQueueUrl()} set, the copy keeps
  * the original body and attributes and adds the reason ({@link io.idem.DeadLetterReason#toHeaders()},
- * up to six attributes). SQS allows 10 attributes and 256 KiB per message, so when they do not all
- * fit the reason is kept and the least important original attributes are left out, their names
+ * up to six attributes, characters SQS refuses replaced). SQS allows 10 attributes per message and
+ * the dead-letter queue's {@code MaximumMessageSize} (read at start; 256 KiB by default, up to
+ * 1 MiB), so when they do not all fit the reason is kept and the least important original attributes are left out, their names
  * listed in the attribute {@code idem-dropped-attributes} (kept first: {@code idem-body-encoding},
  * {@code idempotency-key}, CloudEvents {@code ce-}/{@code ce_} attributes); a body too large for
  * the reason beside it shortens the detail. On a FIFO dead-letter queue the copy keeps the
  * message group and uses the original {@code MessageId} as deduplication id, so a copy re-sent
  * after a crash within 5 minutes is dropped by SQS; a standard dead-letter queue may then hold
  * two copies. Without a dead-letter queue, the queue's {@code RedrivePolicy} must exist
- * ({@link #start()} checks); a message the pipeline gave up on is handed back (visibility 0)
- * until SQS moves it, unchanged, after {@code maxReceiveCount} receives.
+ * ({@link #start()} checks). A copy SQS refuses leaves the message in the queue: reported at ERROR
+ * once per message (then WARN), it comes back after the retry backoff and is tried again.
  *
- * <p><b>FIFO.</b> A message that is retried (or could not be settled) stops its lane: the rest of
- * its group in the batch is handed back (visibility 0) and SQS, which delivers nothing more of a
- * group while one of its messages is in flight, returns them after it. Other groups go on. The
+ * <p><b>FIFO.</b> A message retried while the rest of its group waits behind it in the batch is
+ * retried in process: it and the group stay hidden, the worker waits the backoff and runs it again
+ * as the next attempt, so the rest of the group is neither received again nor counted toward a
+ * {@code RedrivePolicy}. A message that could not be settled stops its lane: the rest of its group
+ * in the batch is handed back (visibility 0, not counted as attempts) and SQS, which delivers
+ * nothing more of a group while one of its messages is in flight, returns them after it. Other
+ * groups go on. The
  * idempotency key comes from the message attributes (by default the {@code idempotency-key}
  * attribute), never from {@code MessageDeduplicationId}: SQS drops a re-publish with the same
  * deduplication id within 5 minutes but not after, and a legitimate re-publish must be decided by
