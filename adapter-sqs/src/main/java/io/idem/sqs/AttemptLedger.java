@@ -2,6 +2,7 @@ package io.idem.sqs;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Receives of a message that ended without a handler run, per {@code MessageId}: handed back
@@ -12,11 +13,20 @@ import java.util.Map;
  * retried ahead of the rest of its group), so that the attempt it reports is the number of
  * handler runs (issue 11: an attempt is a real try, not a receive).
  *
- * <p>Kept in memory for the last {@value #CAPACITY} messages of this consumer: a message handed
- * back by another consumer, or before a restart, still counts those receives. Thread-safe.
+ * <p>Kept in memory, one ledger per queue URL in this JVM ({@link #forQueue(String)}), shared by
+ * every consumer of that queue here (so a message one consumer hands back at close is not counted
+ * against it by the next one), for the last {@value #CAPACITY} messages: a message handed back by
+ * a consumer in another process, or before the JVM restarted, still counts those receives.
+ * Thread-safe.
  */
 final class AttemptLedger {
-  static final int CAPACITY = 10_000;
+  static final int CAPACITY = RecentIds.CAPACITY;
+  private static final Map<String, AttemptLedger> BY_QUEUE = new ConcurrentHashMap<>();
+
+  /** The ledger of the queue at {@code queueUrl} in this JVM. */
+  static AttemptLedger forQueue(String queueUrl) {
+    return BY_QUEUE.computeIfAbsent(queueUrl, url -> new AttemptLedger());
+  }
 
   private final Map<String, Integer> adjustment = new LinkedHashMap<>(16, 0.75f, true) {
     private static final long serialVersionUID = 1L;

@@ -3,8 +3,6 @@ package io.idem.sqs;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyException;
 import java.time.Duration;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
@@ -26,7 +24,6 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  */
 abstract class DeadLetters {
   private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
-  private static final int REFUSED_MEMORY = 10_000;
 
   /** Moves {@code delivery} out of the queue, or throws leaving it there. */
   abstract void deadLetter(Delivery delivery, DeadLetterReason reason);
@@ -74,15 +71,7 @@ abstract class DeadLetters {
     private final DeleteBatcher deletes;
     private final int maxMessageBytes;
     /** Ids of messages whose copy was refused once already (reported at ERROR that time). */
-    private final Set<String> refused = Collections.newSetFromMap(Collections.synchronizedMap(
-        new LinkedHashMap<>(16, 0.75f, false) {
-          private static final long serialVersionUID = 1L;
-
-          @Override
-          protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
-            return size() > REFUSED_MEMORY;
-          }
-        }));
+    private final Set<String> refused = RecentIds.set();
 
     Explicit(SqsClient sqs, String dlqUrl, boolean fifo, DeleteBatcher deletes, int maxMessageBytes) {
       this.sqs = sqs;

@@ -4,7 +4,6 @@ import io.idem.IdempotentConsumer;
 import io.idem.ProcessingOutcome;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,7 +36,6 @@ import org.slf4j.LoggerFactory;
  */
 final class LaneRunner {
   private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
-  private static final int GIVEN_UP_MEMORY = 10_000;
   /** How often a message held in process checks for close and its visibility. */
   private static final Duration HOLD_SLICE = Duration.ofMillis(50);
 
@@ -54,15 +52,7 @@ final class LaneRunner {
   private final AtomicLong skipped = new AtomicLong();
   private final AtomicInteger heldInProcess = new AtomicInteger();
   /** Redrive mode: ids of messages the pipeline gave up on, handed back without processing. */
-  private final Set<String> givenUp = Collections.newSetFromMap(Collections.synchronizedMap(
-      new LinkedHashMap<>(16, 0.75f, false) {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
-          return size() > GIVEN_UP_MEMORY;
-        }
-      }));
+  private final Set<String> givenUp = RecentIds.set();
 
   LaneRunner(SqsConsumerConfig config, IdempotentConsumer<?> pipeline, VisibilityKeeper keeper,
       AttemptLedger ledger, DeleteBatcher deletes, DeadLetters deadLetters, boolean fifo, @Nullable Integer maxReceiveCount,

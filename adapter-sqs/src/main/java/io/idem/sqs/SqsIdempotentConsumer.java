@@ -129,7 +129,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   private final IdempotentConsumer<?> pipeline;
   private final SqsClient sqs;
   private final boolean ownsClient;
-  private final AttemptLedger ledger = new AttemptLedger();
+  private final AttemptLedger ledger;
   private final VisibilityKeeper keeper;
   private final DeleteBatcher deletes;
   private final Object lifecycle = new Object();
@@ -152,6 +152,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     this.pipeline = pipeline;
     this.sqs = sqs;
     this.ownsClient = ownsClient;
+    this.ledger = AttemptLedger.forQueue(config.queueUrl());
     this.keeper = new VisibilityKeeper(
         sqs, config.queueUrl(), config.visibilityTimeout(), config.heartbeatShare(), ledger);
     this.deletes = new DeleteBatcher(sqs, config.queueUrl(), config.deleteBatchWindow(), keeper);
