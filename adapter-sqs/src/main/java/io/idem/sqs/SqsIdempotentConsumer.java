@@ -442,8 +442,9 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
   }
 
   /**
-   * For readiness probes: {@code connected} is false while the last {@code ReceiveMessage}
-   * failed (and before the first one answered); {@code consuming} is the queue name while
+   * For readiness probes: {@code connected} is true once {@link #start()} read the queue's
+   * attributes, and false while the last {@code ReceiveMessage} failed (SQS unreachable, access
+   * denied…; the poller tries again every {@code pollErrorBackoff}); {@code consuming} is the queue name while
    * running; {@code lastReceive} is when the last {@code ReceiveMessage} returned without an
    * error (empty or not); {@code heldForRetry} counts messages held in process — a FIFO message
    * waiting its retry backoff ahead of the rest of its group, or a message waiting out a store
@@ -456,7 +457,7 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     Receiver loop = receiver;
     LaneRunner runner = lanes;
     Instant last = loop == null ? null : loop.lastReceive();
-    boolean connected = running && loop != null && last != null && !loop.lastReceiveFailed();
+    boolean connected = running && loop != null && !loop.lastReceiveFailed();
     return new ConsumerHealth(running, connected, running ? List.of(config.queueName()) : List.of(), last,
         runner == null ? 0 : runner.heldInProcess(), pipeline.storeHealth());
   }

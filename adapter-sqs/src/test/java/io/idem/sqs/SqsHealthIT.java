@@ -9,8 +9,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.services.sqs.SqsClient;
 
 /** {@link SqsIdempotentConsumer#health()}: what a readiness probe sees. */
 class SqsHealthIT extends SqsTestBase {
@@ -51,5 +54,29 @@ class SqsHealthIT extends SqsTestBase {
     assertThat(closed.running()).isFalse();
     assertThat(closed.isReady()).isFalse();
     assertThat(closed.consuming()).isEmpty();
+  }
+
+  @Test
+  void aFailingReceiveIsNotConnectedUntilAReceiveSucceedsAgain() {
+    SqsHarness queue = queue(false);
+    AtomicBoolean failing = new AtomicBoolean();
+    SqsClient sqs = interceptedClient((method, args, real) -> {
+      if (method.equals("receiveMessage") && failing.get()) {
+        throw SdkClientException.create("SQS unreachable (test)");
+      }
+      return real.call();
+    });
+    SqsIdempotentConsumer consumer = start(queue.config().pollErrorBackoff(Duration.ofMillis(200)).build(),
+        pipeline(recording(), retries(3)), sqs);
+    assertThat(consumer.health().connected()).as("start() read the queue").isTrue();
+    await().atMost(TIMEOUT).until(() -> consumer.health().lastReceive() != null);
+
+    failing.set(true);
+    await().atMost(TIMEOUT).until(() -> !consumer.health().connected());
+    assertThat(consumer.health().isReady()).isFalse();
+    assertThat(consumer.health().running()).isTrue();
+
+    failing.set(false);
+    await().atMost(TIMEOUT).until(() -> consumer.health().isReady());
   }
 }
