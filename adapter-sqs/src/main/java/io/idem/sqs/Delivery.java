@@ -11,7 +11,10 @@ import java.time.Duration;
  * (so a heartbeat extension cannot overtake a retry's {@code ChangeMessageVisibility}).
  */
 final class Delivery {
-  final SqsInboundMessage message;
+  /** The message as the pipeline sees it; its attempt grows with each in-process retry. */
+  volatile SqsInboundMessage message;
+  /** SQS's {@code ApproximateReceiveCount} of this receive (what a {@code RedrivePolicy} counts). */
+  final int receiveCount;
   private volatile long visibleUntilNanos;
   /** True while the heartbeat may extend it; cleared (under the monitor) when settled or handed back. */
   private boolean held = true;
@@ -22,8 +25,9 @@ final class Delivery {
   /** Delete attempts so far (guarded by the batcher). */
   int deleteTries;
 
-  Delivery(SqsInboundMessage message, long visibleUntilNanos) {
+  Delivery(SqsInboundMessage message, int receiveCount, long visibleUntilNanos) {
     this.message = message;
+    this.receiveCount = receiveCount;
     this.visibleUntilNanos = visibleUntilNanos;
   }
 
@@ -53,6 +57,12 @@ final class Delivery {
   /** Caller holds the monitor. */
   void extendedAt(long sentNanos, Duration visibility) {
     visibleUntilNanos = sentNanos + visibility.toNanos();
+  }
+
+  /** The next attempt, run in process without a new receive (a FIFO head retried before its group's tail). */
+  void nextAttempt(AttemptLedger ledger) {
+    ledger.ranAgain(messageId());
+    message = message.withDeliveryAttempt(message.deliveryAttempt() + 1);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package io.idem.sqs;
 
+import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
@@ -7,6 +8,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Settles one SQS delivery, always with the receipt handle of that delivery:
@@ -17,7 +20,15 @@ import org.jspecify.annotations.Nullable;
  *       hidden until the batch goes out; a failed entry is reported, never counted as deleted,
  *       and the message comes back to be skipped as a duplicate);
  *   <li>{@link #retry(Duration)} — {@code ChangeMessageVisibility} to the delay rounded up to
- *       whole seconds (at most 12 h): SQS delivers it again no sooner than that;
+ *       whole seconds (at most 12 h): SQS delivers it again no sooner than that. On a FIFO queue,
+ *       for a message with the rest of its group behind it in the batch, nothing is sent: the
+ *       consumer keeps it (and the group) hidden and runs it again in process after the delay, as
+ *       the next attempt. When the queue's {@code RedrivePolicy} would move the message on its
+ *       next receive (its {@code ApproximateReceiveCount} reached {@code maxReceiveCount}) and
+ *       the consumer can send dead-letter copies, the message is dead-lettered now with a reason
+ *       ({@code MAX_ATTEMPTS_EXCEEDED}, the detail naming {@code maxReceiveCount}) instead of
+ *       being moved by SQS without one: Idem dead-letters at the lower of its {@code maxAttempts}
+ *       and the queue's {@code maxReceiveCount};
  *   <li>{@link #retryWhenStoreAvailable(Duration)} — nothing is sent to SQS: the message stays
  *       hidden (the visibility heartbeat, or the consumer itself when the heartbeat is off, keeps
  *       extending it) and the consumer runs it through the pipeline again after the delay, in
@@ -44,18 +55,32 @@ import org.jspecify.annotations.Nullable;
  * runs out.
  */
 final class SqsAcknowledgement implements Acknowledgement {
+  private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
   private final Delivery delivery;
   private final VisibilityKeeper keeper;
   private final DeleteBatcher deletes;
   private final DeadLetters deadLetters;
+  private final @Nullable Integer maxReceiveCount;
+  private final String consumerGroup;
+  private final boolean retryInProcess;
   private @Nullable Duration heldForStore;
+  private @Nullable Duration heldForRetry;
   private @Nullable ProcessingOutcome settled;
 
-  SqsAcknowledgement(Delivery delivery, VisibilityKeeper keeper, DeleteBatcher deletes, DeadLetters deadLetters) {
+  /**
+   * @param maxReceiveCount the queue's {@code RedrivePolicy} limit, or {@code null} (none, or not
+   *     to be checked: a retry in process is no receive)
+   * @param retryInProcess keep the message for a retry in process instead of handing it to SQS
+   */
+  SqsAcknowledgement(Delivery delivery, VisibilityKeeper keeper, DeleteBatcher deletes, DeadLetters deadLetters,
+      @Nullable Integer maxReceiveCount, String consumerGroup, boolean retryInProcess) {
     this.delivery = delivery;
     this.keeper = keeper;
     this.deletes = deletes;
     this.deadLetters = deadLetters;
+    this.maxReceiveCount = maxReceiveCount;
+    this.consumerGroup = consumerGroup;
+    this.retryInProcess = retryInProcess;
   }
 
   @Override
@@ -67,8 +92,30 @@ final class SqsAcknowledgement implements Acknowledgement {
   @Override
   public void retry(Duration delay) {
     Objects.requireNonNull(delay, "delay");
+    if (retryInProcess) {
+      heldForRetry = delay;
+      settled = ProcessingOutcome.RETRY;
+      return;
+    }
+    if (maxReceiveCount != null && delivery.receiveCount >= maxReceiveCount && !deadLetters.viaRedrivePolicy()) {
+      int attempt = delivery.message.deliveryAttempt();
+      DeadLetterReason reason = new DeadLetterReason(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
+          "handler failed on attempt " + attempt + "; the message was received " + delivery.receiveCount
+              + " times and the queue's RedrivePolicy (maxReceiveCount=" + maxReceiveCount + ") would move"
+              + " it on its next receive without a reason, so Idem dead-letters it now",
+          consumerGroup, null, attempt, null);
+      LOG.error("dead-lettering {} at the queue's RedrivePolicy limit: {}", delivery, reason);
+      deadLetters.deadLetter(delivery, reason);
+      settled = ProcessingOutcome.DEAD_LETTERED;
+      return;
+    }
     keeper.changeVisibility(delivery, delay);
     settled = ProcessingOutcome.RETRY;
+  }
+
+  /** The delay of a retry to run in process (see {@link #retry(Duration)}), or {@code null}. */
+  @Nullable Duration heldForRetry() {
+    return heldForRetry;
   }
 
   /** Keeps the message; the consumer runs it again after {@code delay} (see the class description). */

@@ -39,6 +39,19 @@ public final class SqsConsumerConfig {
   public static final Duration MAX_WAIT_TIME = Duration.ofSeconds(20);
   /** Most messages one {@code ReceiveMessage} returns: {@value}. */
   public static final int MAX_MESSAGES = 10;
+  /**
+   * The visibility this consumer wants left on a message before it starts it: a quarter of the
+   * visibility timeout, at most 1 s. A message with less left is not started (SQS may hand it to
+   * another consumer meanwhile) — it is extended first, or skipped when it cannot be. Because the
+   * consumer counts a message's visibility from just before its long poll was sent, {@link
+   * Builder#build()} refuses a {@link #waitTime()} at or above the visibility timeout minus this
+   * margin.
+   */
+  static Duration safetyMargin(Duration visibilityTimeout) {
+    Duration quarter = visibilityTimeout.dividedBy(4);
+    return quarter.compareTo(Duration.ofSeconds(1)) < 0 ? quarter : Duration.ofSeconds(1);
+  }
+
   /** Longest visibility timeout SQS accepts: 12 h. */
   public static final Duration MAX_VISIBILITY_TIMEOUT = Duration.ofHours(12);
 
@@ -96,7 +109,10 @@ public final class SqsConsumerConfig {
     return queueName;
   }
 
-  /** Long-polling {@code WaitTimeSeconds} of each receive; whole seconds, 0–20 s. */
+  /**
+   * Long-polling {@code WaitTimeSeconds} of each receive; whole seconds, 0–20 s, and shorter than
+   * {@link #visibilityTimeout()} minus the safety margin (a quarter of it, at most 1 s).
+   */
   public Duration waitTime() {
     return waitTime;
   }
@@ -314,6 +330,14 @@ public final class SqsConsumerConfig {
       }
       if (concurrency < 1) {
         throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
+      }
+      Duration margin = safetyMargin(visibilityTimeout);
+      if (waitTime.compareTo(visibilityTimeout.minus(margin)) >= 0) {
+        throw new IllegalArgumentException("waitTime (" + waitTime.getSeconds() + " s) must be shorter than"
+            + " visibilityTimeout (" + visibilityTimeout.getSeconds() + " s) minus the safety margin ("
+            + margin.toMillis() + " ms): messages returned at the end of a long poll would already look"
+            + " too close to their visibility running out and be skipped unprocessed, each skip counted"
+            + " by SQS as a receive; lower waitTime or raise visibilityTimeout");
       }
       if (deleteBatchWindow.isNegative() || deleteBatchWindow.compareTo(visibilityTimeout) >= 0) {
         throw new IllegalArgumentException("deleteBatchWindow must be >= 0 and shorter than visibilityTimeout ("

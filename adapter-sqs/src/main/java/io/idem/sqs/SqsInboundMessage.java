@@ -1,12 +1,12 @@
 package io.idem.sqs;
 
 import io.idem.InboundMessage;
+import io.idem.spi.DecodedHeaders;
 import io.idem.spi.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -26,7 +26,8 @@ import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
  * thread-safe.
  *
  * <ul>
- *   <li>{@link #headers()} — the message attributes: {@code String} and {@code Number} types (and
+ *   <li>{@link #headers()} — the message attributes (through {@link DecodedHeaders}, in name
+ *       order): {@code String} and {@code Number} types (and
  *       their custom {@code String.x}/{@code Number.x} labels) by their text value;
  *       {@code Binary} ones decoded as strict UTF-8, or listed in {@link #undecodableHeaders()}.
  *       An attribute of type {@value #EMPTY_STRING_TYPE} is the empty string (SQS refuses empty
@@ -35,8 +36,11 @@ import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
  *       attribute {@value #BODY_ENCODING_ATTRIBUTE} is {@value #BASE64} (SQS bodies are text
  *       limited to XML characters, so binary payloads travel as Base64).
  *   <li>{@link #brokerMessageId()} — the {@code MessageId}.
- *   <li>{@link #deliveryAttempt()} — the system attribute {@code ApproximateReceiveCount}
- *       ("approximate" on AWS: a receive whose response was lost still counts).
+ *   <li>{@link #deliveryAttempt()} — the handler run this delivery stands for: the system
+ *       attribute {@code ApproximateReceiveCount} ("approximate" on AWS: a receive whose response
+ *       was lost still counts) as {@link #of} reads it; {@link SqsIdempotentConsumer} subtracts the
+ *       receives it handed back without running the handler and adds the retries it ran in
+ *       process (a FIFO message retried ahead of the rest of its group).
  * </ul>
  *
  * <p>Producers write messages this adapter reads back unchanged with
@@ -87,31 +91,38 @@ public final class SqsInboundMessage implements InboundMessage {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(message, "message");
     Objects.requireNonNull(receivedAt, "receivedAt");
-    Map<String, String> headers = new LinkedHashMap<>();
-    Set<String> undecodable = new LinkedHashSet<>();
-    new TreeMap<>(message.messageAttributes()).forEach((name, value) -> {
-      String text = text(value);
-      if (text == null) {
-        undecodable.add(name);
-      } else {
-        headers.put(name, text);
-      }
-    });
+    DecodedHeaders.Builder decoded = DecodedHeaders.builder();
+    new TreeMap<>(message.messageAttributes()).forEach((name, value) -> decode(decoded, name, value));
+    DecodedHeaders headers = decoded.build();
     return new SqsInboundMessage(
-        source, message, Map.copyOf(headers), Set.copyOf(undecodable),
-        payload(message, headers), attempt(message), receivedAt);
+        source, message, headers.text(), headers.undecodable(),
+        payload(message, headers.text()), receiveCount(message), receivedAt);
   }
 
-  private static @Nullable String text(MessageAttributeValue value) {
+  /**
+   * The same delivery reporting {@code attempt} as its {@link #deliveryAttempt()}: the consumer's
+   * count of handler runs where it differs from {@code ApproximateReceiveCount}.
+   */
+  SqsInboundMessage withDeliveryAttempt(int attempt) {
+    return new SqsInboundMessage(source, message, headers, undecodable, payload, attempt, receivedAt);
+  }
+
+  private static void decode(DecodedHeaders.Builder decoded, String name, MessageAttributeValue value) {
     String type = value.dataType() == null ? "" : value.dataType();
     if (type.equals(EMPTY_STRING_TYPE)) {
-      return "";
-    }
-    if (type.startsWith("Binary")) {
+      decoded.text(name, "");
+    } else if (type.startsWith("Binary")) {
       SdkBytes bytes = value.binaryValue();
-      return bytes == null ? null : Utf8.decodeStrict(bytes.asByteArray());
+      if (bytes == null) {
+        decoded.undecodable(name);
+      } else {
+        decoded.bytes(name, bytes.asByteArray());
+      }
+    } else if (value.stringValue() == null) {
+      decoded.undecodable(name);
+    } else {
+      decoded.text(name, value.stringValue());
     }
-    return value.stringValue();
   }
 
   private static byte[] payload(Message message, Map<String, String> headers) {
@@ -127,7 +138,8 @@ public final class SqsInboundMessage implements InboundMessage {
     return body.getBytes(StandardCharsets.UTF_8);
   }
 
-  private static int attempt(Message message) {
+  /** {@code ApproximateReceiveCount}, at least 1. */
+  static int receiveCount(Message message) {
     String count = message.attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT);
     if (count == null) {
       return 1;

@@ -27,9 +27,12 @@ final class VisibilityKeeper {
   private final Duration visibilityTimeout;
   private final long extendBelowNanos;
   private final Set<Delivery> held = ConcurrentHashMap.newKeySet();
+  private final AttemptLedger ledger;
 
-  VisibilityKeeper(SqsClient sqs, String queueUrl, Duration visibilityTimeout, double heartbeatShare) {
+  VisibilityKeeper(
+      SqsClient sqs, String queueUrl, Duration visibilityTimeout, double heartbeatShare, AttemptLedger ledger) {
     this.sqs = sqs;
+    this.ledger = ledger;
     this.queueUrl = queueUrl;
     this.visibilityTimeout = visibilityTimeout;
     this.extendBelowNanos = (long) (visibilityTimeout.toNanos() * (1.0 - heartbeatShare));
@@ -43,6 +46,15 @@ final class VisibilityKeeper {
   void forget(Delivery delivery) {
     delivery.unhold();
     held.remove(delivery);
+  }
+
+  /**
+   * Stops extending {@code delivery} without a handler run having counted: it reappears when its
+   * visibility runs out, and that receive is not counted as an attempt ({@link AttemptLedger}).
+   */
+  void leave(Delivery delivery) {
+    forget(delivery);
+    ledger.notRun(delivery.messageId());
   }
 
   int heldCount() {
@@ -118,9 +130,11 @@ final class VisibilityKeeper {
   }
 
   /**
-   * Hands messages back unprocessed (visibility 0), e.g. the rest of a batch on shutdown or the
-   * rest of a FIFO group behind a failed message. Failures are logged: the messages then
-   * reappear when their visibility runs out.
+   * Hands messages back without a handler run that counts (visibility 0), e.g. the rest of a batch
+   * on shutdown, the rest of a FIFO group behind a message that could not be settled, a handler
+   * interrupted at shutdown. Each is recorded in the {@link AttemptLedger}, so that its next
+   * receive is not counted as an attempt. Failures are logged: the messages then reappear when
+   * their visibility runs out.
    */
   void handBack(List<Delivery> deliveries) {
     // at shutdown the calling thread may be interrupted, and the SDK refuses to send from an
@@ -139,6 +153,7 @@ final class VisibilityKeeper {
     List<Delivery> batch = new ArrayList<>();
     for (Delivery delivery : deliveries) {
       forget(delivery);
+      ledger.notRun(delivery.messageId());
       batch.add(delivery);
       if (batch.size() == SqsConsumerConfig.MAX_MESSAGES) {
         handBackBatch(batch);

@@ -64,6 +64,43 @@ class DeadLetterAttributesTest {
         .hasMessageContaining("leaves no room");
   }
 
+  @Test
+  void theDeadLetterQueuesMaximumMessageSizeIsTheLimit() {
+    String body = "x".repeat(DeadLetterAttributes.MAX_MESSAGE_BYTES + 1000); // over 256 KiB
+    Map<String, MessageAttributeValue> copy =
+        DeadLetterAttributes.of(Map.of("idempotency-key", text("order-1")), REASON, body, 1_048_576);
+    assertThat(copy.get(DeadLetterReason.HEADER_DETAIL).stringValue()).isEqualTo("handler failed");
+    assertThat(copy).containsKey("idempotency-key");
+  }
+
+  @Test
+  void reasonTextIsMadeAcceptableToSqs() {
+    assertThat(DeadLetterAttributes.sqsText("ok \t\n\r é 😀")).isEqualTo("ok \t\n\r é 😀");
+    assertThat(DeadLetterAttributes.sqsText("a\u0000b\u001Fc\uFFFEd\uFFFF")).isEqualTo("a\uFFFDb\uFFFDc\uFFFDd\uFFFD");
+    // halves of a surrogate pair, e.g. the core cutting a 1000-char detail between them
+    assertThat(DeadLetterAttributes.sqsText("x\uD83D")).isEqualTo("x\uFFFD");
+    assertThat(DeadLetterAttributes.sqsText("\uDE00y")).isEqualTo("\uFFFDy");
+  }
+
+  @Test
+  void aDetailCutByTheCoreInsideASurrogatePairIsRepaired() {
+    String detail = "d".repeat(DeadLetterReason.MAX_DETAIL_LENGTH - 1) + "😀tail"; // pair at 999-1000
+    DeadLetterReason reason = new DeadLetterReason(DeadLetterCause.NON_RETRYABLE, detail, "billing", "k", 1, null);
+    Map<String, MessageAttributeValue> copy = DeadLetterAttributes.of(Map.of(), reason, "{}");
+    String sent = copy.get(DeadLetterReason.HEADER_DETAIL).stringValue();
+    assertThat(sent).endsWith("d\uFFFD…").doesNotContain("\uD83D");
+  }
+
+  @Test
+  void aShortenedDetailIsNeverCutInsideASurrogatePair() {
+    String body = "x".repeat(DeadLetterAttributes.MAX_MESSAGE_BYTES - 200);
+    DeadLetterReason reason = new DeadLetterReason(
+        DeadLetterCause.NON_RETRYABLE, "😀".repeat(400), "billing", "order-1", 1, "java.lang.IllegalStateException");
+    String detail = DeadLetterAttributes.of(Map.of(), reason, body).get(DeadLetterReason.HEADER_DETAIL).stringValue();
+    assertThat(DeadLetterAttributes.sqsText(detail)).isEqualTo(detail);
+    assertThat(detail).endsWith("…");
+  }
+
   private static MessageAttributeValue text(String value) {
     return MessageAttributeValue.builder().dataType("String").stringValue(value).build();
   }

@@ -78,7 +78,9 @@ class SqsCloseInterruptingAHandlerIsNotAnAttemptIT extends SqsTestBase {
     await("deleted").atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);
     assertThat(outcomes.count("blocked", ProcessingOutcome.PROCESSED)).isEqualTo(1);
     assertThat(queue.deadLetters()).isEmpty();
-    // ApproximateReceiveCount counts every receive, the shutdown's too: the third receive
-    assertThat(nextAttempts).containsExactly(3);
+    // ApproximateReceiveCount counts every receive, the shutdown's too (3), but the interrupted
+    // run was handed back as not run, and consumers of a queue in one JVM share that record
+    // (issue 11): the next consumer's run is attempt 2
+    assertThat(nextAttempts).containsExactly(2);
   }
 }

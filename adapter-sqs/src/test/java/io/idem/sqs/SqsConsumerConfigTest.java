@@ -48,6 +48,26 @@ class SqsConsumerConfigTest {
   }
 
   @Test
+  void refusesAWaitTimeThatLeavesNoVisibilityMargin() {
+    // issue 11: a 1 s visibility timeout with a 1 s long poll left every message "too close to
+    // expiry" on arrival; it was skipped unprocessed and SQS counted each receive
+    rejects(b -> b.visibilityTimeout(Duration.ofSeconds(1)).waitTime(Duration.ofSeconds(1)),
+        "waitTime (1 s) must be shorter than visibilityTimeout (1 s) minus the safety margin (250 ms):"
+            + " messages returned at the end of a long poll would already look too close to their"
+            + " visibility running out and be skipped unprocessed, each skip counted by SQS as a"
+            + " receive; lower waitTime or raise visibilityTimeout");
+    rejects(b -> b.visibilityTimeout(Duration.ofSeconds(20)).waitTime(Duration.ofSeconds(19)),
+        "waitTime (19 s) must be shorter than visibilityTimeout (20 s) minus the safety margin (1000 ms):"
+            + " messages returned at the end of a long poll would already look too close to their"
+            + " visibility running out and be skipped unprocessed, each skip counted by SQS as a"
+            + " receive; lower waitTime or raise visibilityTimeout");
+    assertThat(SqsConsumerConfig.builder(URL).visibilityTimeout(Duration.ofSeconds(2))
+        .waitTime(Duration.ofSeconds(1)).build().waitTime()).hasSeconds(1);
+    assertThat(SqsConsumerConfig.builder(URL).visibilityTimeout(Duration.ofSeconds(20))
+        .waitTime(Duration.ofSeconds(18)).build().waitTime()).hasSeconds(18);
+  }
+
+  @Test
   void rejectsSomethingThatIsNotAQueueUrl() {
     assertThatThrownBy(() -> SqsConsumerConfig.builder("orders").build())
         .isInstanceOf(IllegalArgumentException.class)

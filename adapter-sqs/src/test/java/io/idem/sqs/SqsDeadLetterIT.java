@@ -10,15 +10,19 @@ import io.idem.IdempotencyException;
 import io.idem.NonRetryableException;
 import io.idem.testkit.DeadLetteredMessage;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
+import software.amazon.awssdk.services.sqs.model.SqsException;
 
 /** Dead-lettering: an explicit dead-letter queue with reasons, or the queue's RedrivePolicy. */
 class SqsDeadLetterIT extends SqsTestBase {
+  private static final int MAX_RECEIVE_COUNT = 3;
 
   @Test
   void reasonIsKeptWhenTheOriginalAttributesFillTheSqsLimit() {
@@ -52,31 +56,78 @@ class SqsDeadLetterIT extends SqsTestBase {
     assertThat(db.total()).isZero();
   }
 
+  /**
+   * Issue 11: with no deadLetterQueueUrl, Idem sends the copy itself, with its reason, to the
+   * RedrivePolicy's target at its own limit, instead of handing the message back for SQS to move
+   * unchanged (the old way, which also was the flaky wait for SQS's move).
+   */
   @Test
-  void redrivePolicyMovesTheMessageAfterMaxReceiveCount() {
-    SqsHarness dlqHolder = queue(false);
-    String dlqArn = dlqHolder.client().getQueueAttributes(b -> b.queueUrl(dlqHolder.dlqUrl())
-        .attributeNames(QueueAttributeName.QUEUE_ARN)).attributes().get(QueueAttributeName.QUEUE_ARN);
-    SqsHarness queue = queue(false, Map.of(QueueAttributeName.REDRIVE_POLICY,
-        "{\"maxReceiveCount\":\"3\",\"deadLetterTargetArn\":\"" + dlqArn + "\"}"));
+  void theRedrivePolicyTargetGetsIdemsCopyWithItsReason() {
+    SqsHarness target = queue(false);
+    SqsHarness queue = queue(false, SqsAttemptAccountingIT.redrivePolicy(target, MAX_RECEIVE_COUNT));
     publish(queue, "poison-1", "{\"poison\":true}");
     AtomicInteger calls = new AtomicInteger();
     start(queue.config().deadLetterQueueUrl(null).build(), pipeline((message, session) -> {
       calls.incrementAndGet();
       throw new IllegalStateException("always fails");
-    }, retries(3)));
+    }, retries(MAX_RECEIVE_COUNT)));
 
-    await().atMost(TIMEOUT).until(() -> !dlqHolder.deadLetters().isEmpty());
-    List<DeadLetteredMessage> dead = dlqHolder.deadLetters();
+    await().atMost(redriveWait(queue)).until(() -> !target.deadLetters().isEmpty());
+    await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);
+    List<DeadLetteredMessage> dead = target.deadLetters();
+    assertThat(dead).hasSize(1);
+    assertThat(dead.get(0).headers()).containsEntry("idempotency-key", "poison-1")
+        .containsEntry(DeadLetterReason.HEADER_ATTEMPT, "3");
+    assertThat(dead.get(0).cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED.name());
+    assertThat(dead.get(0).detail()).contains("always fails");
+    assertThat(new String(dead.get(0).payload(), StandardCharsets.UTF_8)).isEqualTo("{\"poison\":true}");
+    assertThat(calls.get()).isEqualTo(MAX_RECEIVE_COUNT);
+    assertThat(outcomes.deadLetters()).extracting(DeadLetterReason::cause)
+        .containsExactly(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
+  }
+
+  /**
+   * When the RedrivePolicy's target cannot be resolved (GetQueueUrl refused here), the message is
+   * handed back for SQS to move after maxReceiveCount receives, unchanged: the reason is only
+   * logged.
+   */
+  @Test
+  void redrivePolicyMovesTheMessageAfterMaxReceiveCount() {
+    SqsHarness target = queue(false);
+    SqsHarness queue = queue(false, SqsAttemptAccountingIT.redrivePolicy(target, MAX_RECEIVE_COUNT));
+    publish(queue, "poison-2", "{\"poison\":true}");
+    AtomicInteger calls = new AtomicInteger();
+    SqsClient sqs = interceptedClient((method, args, real) -> {
+      if (method.equals("getQueueUrl")) {
+        throw SqsException.builder().message("AccessDenied (test)").statusCode(403).build();
+      }
+      return real.call();
+    });
+    start(queue.config().deadLetterQueueUrl(null).build(), pipeline((message, session) -> {
+      calls.incrementAndGet();
+      throw new IllegalStateException("always fails");
+    }, retries(MAX_RECEIVE_COUNT)), sqs);
+
+    await().atMost(redriveWait(queue)).until(() -> !target.deadLetters().isEmpty());
+    List<DeadLetteredMessage> dead = target.deadLetters();
     assertThat(dead).hasSize(1);
     // SQS moves the message unchanged: the original attributes, no reason (that is only logged)
-    assertThat(dead.get(0).headers()).containsEntry("idempotency-key", "poison-1");
+    assertThat(dead.get(0).headers()).containsEntry("idempotency-key", "poison-2");
     assertThat(dead.get(0).cause()).isNull();
     assertThat(new String(dead.get(0).payload(), StandardCharsets.UTF_8)).isEqualTo("{\"poison\":true}");
-    assertThat(calls.get()).isEqualTo(3);
+    assertThat(calls.get()).isEqualTo(MAX_RECEIVE_COUNT);
     assertThat(outcomes.deadLetters()).extracting(DeadLetterReason::cause)
         .containsExactly(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
     await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);
+  }
+
+  /**
+   * Every receive the RedrivePolicy allows plus the one that moves the message, each after at
+   * most a visibility timeout and a long poll, times four for a loaded machine.
+   */
+  private static Duration redriveWait(SqsHarness queue) {
+    Duration visibility = queue.config().build().visibilityTimeout();
+    return visibility.plus(SqsHarness.WAIT_TIME).multipliedBy(MAX_RECEIVE_COUNT + 1).multipliedBy(4);
   }
 
   @Test

@@ -23,13 +23,14 @@ class SqsDeleteBatchIT extends SqsTestBase {
           .maxNumberOfMessages(10).waitTimeSeconds(1).visibilityTimeout(30)
           .messageAttributeNames("All")).messages());
     }
-    VisibilityKeeper keeper = new VisibilityKeeper(queue.client(), queue.queueUrl(), Duration.ofSeconds(30), 0.5);
+    VisibilityKeeper keeper = new VisibilityKeeper(queue.client(), queue.queueUrl(), Duration.ofSeconds(30), 0.5,
+        new AttemptLedger());
     DeleteBatcher deletes = new DeleteBatcher(queue.client(), queue.queueUrl(), Duration.ofSeconds(10), keeper);
     for (Message message : received) {
       boolean refuse = "refused".equals(message.messageAttributes().get("idempotency-key").stringValue());
       // a receipt handle SQS does not know, as a stale handle would be after a redelivery
       Message delivered = refuse ? message.toBuilder().receiptHandle(message.receiptHandle() + "-stale").build() : message;
-      Delivery delivery = new Delivery(SqsInboundMessage.of(queue.destination(), delivered, Instant.now()),
+      Delivery delivery = new Delivery(SqsInboundMessage.of(queue.destination(), delivered, Instant.now()), 1,
           System.nanoTime() + Duration.ofSeconds(30).toNanos());
       keeper.hold(delivery);
       deletes.delete(delivery);

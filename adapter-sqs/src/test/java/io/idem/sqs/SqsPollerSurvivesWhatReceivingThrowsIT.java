@@ -57,7 +57,9 @@ class SqsPollerSurvivesWhatReceivingThrowsIT extends SqsTestBase {
     assertThat(corrupted).isTrue();
     assertThat(consumer.isRunning()).isTrue();
     assertThat(outcomes.settled()).filteredOn(s -> "taken".equals(s.key()))
-        .containsExactly(new Settled("taken", ProcessingOutcome.PROCESSED, 2)); // received again
+        // received again (ApproximateReceiveCount 2), but the hand-back after the poll error was no
+        // handler run, so it is not counted (issue 11): the first run is attempt 1
+        .containsExactly(new Settled("taken", ProcessingOutcome.PROCESSED, 1));
 
     publish(queue, "after", "{}");
     await("the next message processed").atMost(TIMEOUT)

@@ -86,8 +86,10 @@ class SqsVisibilityHeartbeatIT extends SqsTestBase {
     await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);
 
     assertThat(consumer.skippedCount()).isEqualTo(1);
+    // issue 11, standard variant: SQS counted the skipped receive (ApproximateReceiveCount 2), but
+    // the handler had not run: its first run is attempt 1
     assertThat(outcomes.settled()).filteredOn(s -> "second".equals(s.key()))
-        .extracting(Settled::attempt).containsExactly(2);
+        .extracting(Settled::attempt).containsExactly(1);
     assertThat(db.doubled()).isZero();
   }
 
