@@ -55,7 +55,7 @@ public record DeadLetterReason(
     headers.put(HEADER_CAUSE, cause.name());
     headers.put(
         HEADER_DETAIL,
-        detail.length() <= MAX_DETAIL_LENGTH ? detail : detail.substring(0, MAX_DETAIL_LENGTH) + "…");
+        detail.length() <= MAX_DETAIL_LENGTH ? detail : cut(detail, MAX_DETAIL_LENGTH) + "…");
     headers.put(HEADER_CONSUMER_GROUP, consumerGroup);
     if (key != null) {
       headers.put(HEADER_KEY, key);
@@ -71,5 +71,11 @@ public record DeadLetterReason(
   @Override
   public String toString() {
     return cause + ": " + detail;
+  }
+
+  /** The first {@code max} chars of {@code text}, one fewer when that would split a surrogate pair. */
+  static String cut(String text, int max) {
+    int end = Character.isHighSurrogate(text.charAt(max - 1)) ? max - 1 : max;
+    return text.substring(0, end);
   }
 }

@@ -180,6 +180,10 @@ final class LaneRunner {
     boolean retryInProcess = fifo && hasTail;
     ProcessingOutcome outcome;
     while (true) {
+      delivery.message.brokerAttemptLimit(
+          retryInProcess || maxReceiveCount == null || deadLetters.viaRedrivePolicy()
+              ? Integer.MAX_VALUE
+              : delivery.message.deliveryAttempt() + Math.max(0, maxReceiveCount - delivery.receiveCount));
       SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, deadLetters,
           retryInProcess ? null : maxReceiveCount, pipeline.consumerGroup(), retryInProcess);
       outcome = runPipeline(delivery, acknowledgement);

@@ -66,6 +66,7 @@ public final class SqsInboundMessage implements InboundMessage {
   private final byte[] payload;
   private final int deliveryAttempt;
   private final Instant receivedAt;
+  private int brokerAttemptLimit = Integer.MAX_VALUE;
 
   private SqsInboundMessage(
       String source, Message message, Map<String, String> headers, Set<String> undecodable,
@@ -97,6 +98,24 @@ public final class SqsInboundMessage implements InboundMessage {
     return new SqsInboundMessage(
         source, message, headers.text(), headers.undecodable(),
         payload(message, headers.text()), receiveCount(message), receivedAt);
+  }
+
+  /**
+   * The last attempt SQS leaves Idem before the queue's {@code RedrivePolicy} moves the message
+   * without a reason: this attempt plus the receives left below {@code maxReceiveCount} (SQS moves
+   * a message whose receive count would pass it); {@link Integer#MAX_VALUE} without a
+   * RedrivePolicy, and while the message is retried in process (kept hidden, so no receive is
+   * spent). The pipeline dead-letters with its own reason at the lower of this and
+   * {@code maxAttempts}.
+   */
+  @Override
+  public int brokerAttemptLimit() {
+    return brokerAttemptLimit;
+  }
+
+  /** Sets {@link #brokerAttemptLimit()}; done by the consumer before each run. */
+  void brokerAttemptLimit(int limit) {
+    this.brokerAttemptLimit = limit;
   }
 
   /**

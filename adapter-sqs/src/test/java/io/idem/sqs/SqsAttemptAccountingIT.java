@@ -84,9 +84,12 @@ class SqsAttemptAccountingIT extends SqsTestBase {
     assertThat(attempts).containsExactly(1, 2);
     DeadLetteredMessage letter = target.deadLetters().get(0);
     assertThat(letter.cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED.name());
-    assertThat(letter.detail()).contains("maxReceiveCount=2");
+    // the pipeline's own reason, at the lower limit: the key and the exception are on the copy
+    assertThat(letter.detail()).contains("attempt 2 of 2").contains("broker's own limit 2")
+        .contains("always fails");
     assertThat(letter.headers()).containsEntry(DeadLetterReason.HEADER_ATTEMPT, "2")
-        .containsEntry("idempotency-key", "low-limit");
+        .containsEntry("idempotency-key", "low-limit")
+        .containsEntry(DeadLetterReason.HEADER_EXCEPTION, IllegalStateException.class.getName());
   }
 
   static Map<QueueAttributeName, String> redrivePolicy(SqsHarness target, int maxReceiveCount) {
