@@ -172,8 +172,12 @@ class JmsBrokerLimitIT {
   void aBrokerLimitBelowMaxAttemptsIsWhereIdemDeadLettersWithItsReason() {
     List<Integer> runs = alwaysFailing("limit-3-of-5", 3, FIVE_ATTEMPTS, 3);
     assertThat(runs).containsExactly(1, 2, 3);
+    // the pipeline's own reason at the lower limit (InboundMessage.brokerAttemptLimit): the
+    // detail names both limits, and the key and the exception class are on the copy
+    assertThat(harness.deadLetters().get(0).headers())
+        .containsEntry(DeadLetterReason.HEADER_EXCEPTION, IllegalStateException.class.getName());
     assertThat(harness.deadLetters().get(0).headers().get(DeadLetterReason.HEADER_DETAIL))
-        .contains("max-delivery-attempts is 3", "ActiveMQ Artemis address settings of '" + harness.queue + "'");
+        .contains("attempt 3 of 3", "the broker's own limit 3 is below the retry policy's 5");
   }
 
   @Test
