@@ -20,9 +20,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.AfterEach;
@@ -53,7 +52,7 @@ abstract class DatabaseOutageTestBase {
   static final Duration TIMEOUT = Duration.ofSeconds(120);
   /** Least time the settled state is watched while the database is still cut. */
   static final Duration MIN_HOLD = Duration.ofSeconds(3);
-  /** The stream is published in this many chunks, {@link #PACE} apart (about 2.5 s in all). */
+  /** The stream is published in this many chunks, {@link #PACE} apart (about 2.5 s in all); the second half waits for the cut. */
   private static final int CHUNKS = 24;
   private static final Duration PACE = Duration.ofMillis(100);
 
@@ -138,40 +137,41 @@ abstract class DatabaseOutageTestBase {
     consumer = consumer(pipeline);
     consumer.start();
 
-    // the stream is published in small chunks while the consumer works; the cut lands in the middle
-    AtomicBoolean cut = new AtomicBoolean();
-    AtomicInteger publishedAfterCut = new AtomicInteger();
+    // The stream is published in small chunks while the consumer works. The first half goes out
+    // before the cut, the second half only after it: so however fast or slow this machine is,
+    // half the stream (more than any consumer's prefetch) is published while the database is away,
+    // and the precondition "work is waiting during the cut" is made, not hoped for.
+    CountDownLatch cutDone = new CountDownLatch(1);
     int chunkSize = Math.max(1, stream.size() / CHUNKS);
+    int half = stream.size() / 2;
     CompletableFuture<Void> publishing = CompletableFuture.runAsync(() -> {
-      for (int i = 0; i < stream.size(); i += chunkSize) {
-        boolean afterCut = cut.get();
-        List<Outbound> chunk = stream.subList(i, Math.min(stream.size(), i + chunkSize));
-        broker.publish(destination, chunk);
-        if (afterCut) {
-          publishedAfterCut.addAndGet(chunk.size());
-        }
-        try {
+      try {
+        for (int i = 0; i < stream.size(); i += chunkSize) {
+          if (i >= half) {
+            cutDone.await();
+          }
+          broker.publish(destination, stream.subList(i, Math.min(stream.size(), i + chunkSize)));
           TimeUnit.MILLISECONDS.sleep(PACE.toMillis()); // producer pacing: a stream, not one burst
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     });
     await("mid-stream: a quarter applied").atMost(TIMEOUT).pollInterval(Duration.ofMillis(10))
-        .until(() -> db.distinctKeys() >= unique / 4);
+        .until(() -> db.distinctKeys() >= unique / 4); // the first half holds about unique / 2
     Object session = brokerSession();
     Objects.requireNonNull(db.proxy).cut();
-    cut.set(true);
+    cutDone.countDown();
     long cutAt = System.nanoTime();
-    publishing.join(); // the stream goes on while the database is away
+    publishing.join(); // the second half of the stream goes out while the database is away
+    int publishedAfterCut = stream.size() - Math.min(stream.size(), roundUp(half, chunkSize));
 
     Supplier<List<Object>> state = () -> List.of(unacknowledged(), db.totalEffects(), heldWhileCut());
     List<Object> settled = awaitStable("in-flight work settled after the cut", state);
     long held = (Long) settled.get(0);
     int appliedBeforeCut = (Integer) settled.get(1);
     assertThat(held).as("unacknowledged during the cut")
-        .isPositive().isGreaterThanOrEqualTo(minimumUnacknowledgedDuringCut(publishedAfterCut.get()));
+        .isPositive().isGreaterThanOrEqualTo(minimumUnacknowledgedDuringCut(publishedAfterCut));
     assertThat(appliedBeforeCut).isLessThan(unique);
     long retriesAtSettle = outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
     // hold the cut for the rest of CUT, and for at least MIN_HOLD after the work settled
@@ -218,6 +218,11 @@ abstract class DatabaseOutageTestBase {
       }
     }
     return out;
+  }
+
+  /** The first multiple of {@code step} at or above {@code n}: where the chunked publisher crosses {@code n}. */
+  private static int roundUp(int n, int step) {
+    return (n + step - 1) / step * step;
   }
 
   /** Waits until {@code state} reads the same for 1.5 s in a row; returns it. */
