@@ -42,15 +42,18 @@ public final class RabbitConsumerConfig {
   /** Default {@link Builder#concurrency(int) concurrency}: {@value} worker thread. */
   public static final int DEFAULT_CONCURRENCY = 1;
   /**
-   * Default {@link Builder#maxBatchSize(int) maxBatchSize}: {@value} deliveries per transaction,
-   * the whole default prefetch window. Measured on this project's 2-core machine under load
-   * (PostgreSQL 15, RabbitMQ 3.10, quorum queue, one worker, a one-row INSERT per message;
-   * docs/BROKERS.md, "RabbitMQ batch mode"): per-message 146 messages/s, batches of 10 641/s
-   * (4.4×; 819/s with prefetch 20), batches of 50 with prefetch 100 2,092/s. 10 keeps the default
-   * prefetch and what a failing message makes redo one by one small, and takes most of the gain
-   * a default prefetch allows.
+   * Default {@link Builder#maxBatchSize(int) maxBatchSize}: {@value} (per-message mode); batch
+   * mode is opt-in. Measured on this project's 2-core machine under load (PostgreSQL 15, RabbitMQ
+   * 3.10, quorum queue, one worker, a one-row INSERT per message; docs/BROKERS.md, "RabbitMQ batch
+   * mode"): per-message 146 messages/s, {@code maxBatchSize(10)} 641/s (4.4×; 819/s with prefetch
+   * 20), {@code maxBatchSize(50)} with prefetch 100 2,092/s. The gain exists only with a backlog,
+   * while a batch changes what other events cost: a lost channel returns the whole batch (acked
+   * as duplicates on redelivery), {@link RabbitIdempotentConsumer#close()} finishes the batch in
+   * flight rather than one delivery, a trickle waits up to the 5 ms linger, and one failing
+   * message makes its batch run twice. So the default stays 1, and 10 (the default prefetch) is
+   * the recommended setting for a consumer that works through backlogs.
    */
-  public static final int DEFAULT_MAX_BATCH_SIZE = 10;
+  public static final int DEFAULT_MAX_BATCH_SIZE = 1;
   /** Default {@link Builder#queueType(RabbitQueueType) queue type}: classic. */
   public static final RabbitQueueType DEFAULT_QUEUE_TYPE = RabbitQueueType.CLASSIC;
   /** Suffix of the default dead-letter exchange name ({@code <queue>.dlx}): {@value}. */

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * not committed is applied by the next consumer — 0 doubled, 0 missing.
  */
 class RabbitBatchCrashIT {
-  private static final int MESSAGES = 400;
+  private static final int MESSAGES = 200;
   private static final String BATCH = "-Didem.rabbit.maxBatchSize=10";
 
   @TempDir
