@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * <h2>Workers and acknowledgement</h2>
  *
  * {@link JmsConsumerConfig#concurrency()} workers each own a connection, one session and one
- * thread, and process one message at a time: receive, run {@link IdempotentConsumer#process}
- * (database transaction), then settle on that session (see {@link JmsAcknowledgement}). In the
+ * thread, and process one message at a time (or one batch, below): receive, run {@link
+ * IdempotentConsumer#process} (database transaction), then settle on that session (see {@link JmsAcknowledgement}). In the
  * default {@link JmsSessionMode#TRANSACTED} mode the JMS transaction is committed only after the
  * database transaction committed; on a handler failure the database rolls back first, then the
  * JMS session. A crash between the two commits leaves the message unacknowledged: it is

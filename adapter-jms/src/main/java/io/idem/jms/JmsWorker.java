@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One worker of a {@link JmsIdempotentConsumer}: its own connection, one session, one consumer,
- * one thread, one message at a time. A JMS session is single-threaded, so nothing here is shared
+ * one thread, one message (or one {@link JmsBatch batch}) at a time. A JMS session is single-threaded, so nothing here is shared
  * with other workers; {@link #stop()} and {@link #abort()} are the only calls from other threads.
  */
 final class JmsWorker implements Runnable {
