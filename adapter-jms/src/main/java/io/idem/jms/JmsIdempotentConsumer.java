@@ -54,7 +54,9 @@ import org.slf4j.LoggerFactory;
  * broker's {@code JMSXDeliveryCount} does not move, so neither its {@code max-delivery-attempts}
  * nor a redelivery of the already applied messages comes into it — they stay in the session,
  * applied once, and are committed with the rest once the failing message is applied or
- * dead-lettered (its copy is sent in the same JMS transaction when transacted). A store outage
+ * dead-lettered (its copy is sent in the same JMS transaction when transacted); the backoff is
+ * waited in process whatever {@link JmsConsumerConfig#holdForRetryBackoff()} says, as the broker's
+ * redelivery delay never applies to it. A store outage
  * keeps the whole batch in the session the same way, not counted. Rolling the batch back instead
  * was rejected: every message of it would come back with {@code JMSXDeliveryCount} one higher,
  * counting a delivery that ran no handler against the broker's limit and against the attempts of

@@ -47,8 +47,8 @@ import org.slf4j.LoggerFactory;
  *
  * With {@link RabbitConsumerConfig#maxBatchSize()} above 1, a worker that takes a delivery also
  * takes the deliveries buffered behind it (up to {@code maxBatchSize}, never more than the
- * prefetch window holds; when fewer are there it waits at most 5 ms for more, once), all of one channel,
- * and runs them through {@link IdempotentConsumer#processBatch} with {@link BatchOrder#UNORDERED}
+ * prefetch window holds; when fewer are there it waits at most 5 ms for more, once), all of one
+ * channel, and runs them through {@link IdempotentConsumer#processBatch} with {@link BatchOrder#UNORDERED}
  * — competing consumers keep no order, so a retried message holds up nobody. One transaction, one
  * multi-row claim, one COMMIT; then each delivery is settled through its own {@link
  * RabbitAcknowledgement} exactly as in per-message mode: {@code basicAck(tag, multiple=false)} on
@@ -440,9 +440,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   /**
    * {@code first} and the deliveries buffered behind it, up to {@link
    * RabbitConsumerConfig#maxBatchSize()}, all of {@code first}'s session, waiting at most {@link
-   * #BATCH_LINGER} for more. A
-   * delivery of a lost session is dropped (RabbitMQ requeued it); one of another live session —
-   * which cannot happen, as a session is lost before the next one opens — goes back to the buffer.
+   * #BATCH_LINGER} for more. A delivery of a lost session is dropped (RabbitMQ requeued it); one of
+   * another live session — which cannot happen, as a session is lost before the next one opens —
+   * goes back to the buffer.
    */
   private List<Delivery> takeBatch(Delivery first) {
     List<Delivery> taken = new ArrayList<>();
