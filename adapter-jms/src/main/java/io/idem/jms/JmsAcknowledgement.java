@@ -97,6 +97,8 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private final String consumerGroup;
   private final String limitSource;
   private boolean settled;
+  private boolean inBatch;
+  private @Nullable Duration retryAfter;
   private boolean deadLetteredAtBrokerLimit;
   private boolean released;
   private @Nullable Duration heldForStore;
@@ -132,12 +134,32 @@ public final class JmsAcknowledgement implements Acknowledgement {
   }
 
   /**
+   * Puts this acknowledgement in batch mode (see {@link JmsIdempotentConsumer}, "Batches"): it
+   * decides and records, and the worker settles the session once for the whole batch. {@link
+   * #ack()} does nothing more; {@link #deadLetter} sends the copy (in the session's transaction
+   * when transacted) without committing or acknowledging; {@link #retry(Duration)} neither holds
+   * nor rolls back but records the backoff ({@link #retryAfter()}); {@link #release()} only records.
+   */
+  JmsAcknowledgement inBatch() {
+    this.inBatch = true;
+    return this;
+  }
+
+  /** In batch mode, the backoff {@link #retry(Duration)} asked for; else {@code null}. */
+  @Nullable Duration retryAfter() {
+    return retryAfter;
+  }
+
+  /**
    * @throws IdempotencyException when the commit or acknowledgement failed (the message will be
    *     redelivered and found to be a duplicate)
    */
   @Override
   public void ack() {
     settleOnce();
+    if (inBatch) {
+      return;
+    }
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
         session.commit();
@@ -174,6 +196,10 @@ public final class JmsAcknowledgement implements Acknowledgement {
       return;
     }
     LOG.debug("retry of a message of {} requested with a {} ms backoff", queue, delay.toMillis());
+    if (inBatch) {
+      retryAfter = java.util.Objects.requireNonNull(delay, "delay");
+      return;
+    }
     hold.accept(delay);
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
@@ -207,6 +233,9 @@ public final class JmsAcknowledgement implements Acknowledgement {
   public void release() {
     settleOnce();
     released = true;
+    if (inBatch) {
+      return;
+    }
     boolean interrupted = Thread.interrupted(); // the client may refuse a blocking call otherwise
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
@@ -258,6 +287,9 @@ public final class JmsAcknowledgement implements Acknowledgement {
     } catch (JMSException | RuntimeException e) {
       throw new IdempotencyException("could not send the dead-letter copy of a message of " + queue
           + " (" + reason + "); the original stays and will be redelivered: " + e, e);
+    }
+    if (inBatch) {
+      return;
     }
     try {
       if (mode == JmsSessionMode.TRANSACTED) {

@@ -28,13 +28,45 @@ import org.slf4j.LoggerFactory;
  * <h2>Workers and acknowledgement</h2>
  *
  * {@link JmsConsumerConfig#concurrency()} workers each own a connection, one session and one
- * thread, and process one message at a time: receive, run {@link IdempotentConsumer#process}
- * (database transaction), then settle on that session (see {@link JmsAcknowledgement}). In the
+ * thread, and process one message at a time (or one batch, below): receive, run {@link
+ * IdempotentConsumer#process} (database transaction), then settle on that session (see {@link JmsAcknowledgement}). In the
  * default {@link JmsSessionMode#TRANSACTED} mode the JMS transaction is committed only after the
  * database transaction committed; on a handler failure the database rolls back first, then the
  * JMS session. A crash between the two commits leaves the message unacknowledged: it is
  * redelivered and skipped as a duplicate. {@link JmsSessionMode#CLIENT_ACKNOWLEDGE} uses one
  * session per worker for the reason given there.
+ *
+ * <h2>Batches</h2>
+ *
+ * With {@link JmsConsumerConfig#maxBatchSize()} above 1 a worker's session holds several messages:
+ * after a blocking {@code receive} it takes up to {@code maxBatchSize - 1} more with {@code
+ * receiveNoWait()} (never waiting for more), runs them through one {@link
+ * IdempotentConsumer#processBatch} — one multi-row claim, one database COMMIT — and then settles
+ * the session once: one {@code commit()} ({@code TRANSACTED}) or one {@code acknowledge()} ({@code
+ * CLIENT_ACKNOWLEDGE}, which covers every message the session delivered). With one worker the
+ * batch is {@link io.idem.BatchOrder#ORDERED} (nothing overtakes a retried message, as when a
+ * rollback puts it back at the head of the queue); with several, {@code UNORDERED}.
+ *
+ * <p>A session cannot acknowledge one message and roll back another. So when one message of a
+ * batch needs to run again, the session is neither committed nor rolled back yet: the message is
+ * retried inside the session. A handler failure's retry waits the pipeline's backoff and runs the
+ * message again (on its own, one handler run per attempt) as the next attempt, in process: the
+ * broker's {@code JMSXDeliveryCount} does not move, so neither its {@code max-delivery-attempts}
+ * nor a redelivery of the already applied messages comes into it — they stay in the session,
+ * applied once, and are committed with the rest once the failing message is applied or
+ * dead-lettered (its copy is sent in the same JMS transaction when transacted); the backoff is
+ * waited in process whatever {@link JmsConsumerConfig#holdForRetryBackoff()} says, as the broker's
+ * redelivery delay never applies to it. A store outage
+ * keeps the whole batch in the session the same way, not counted. Rolling the batch back instead
+ * was rejected: every message of it would come back with {@code JMSXDeliveryCount} one higher,
+ * counting a delivery that ran no handler against the broker's limit and against the attempts of
+ * the messages that had not failed. What the session holds stays unacknowledged meanwhile (a crash
+ * redelivers it, and the store acks what was applied as duplicates). Only when the batch cannot
+ * stay — {@link #close()} interrupted it, the connection broke, a dead-letter copy could not be
+ * sent, or a message could not be read — is the whole session rolled back (or recovered): its
+ * applied messages then come back with a higher {@code JMSXDeliveryCount} and are acked as
+ * duplicates; after an unreadable message the worker takes the next {@code maxBatchSize} messages
+ * one by one, so that the broker moves that one alone.
  *
  * <h2>Attempts, redelivery delay and dead letters: broker and {@link io.idem.RetryPolicy}</h2>
  *

@@ -211,6 +211,15 @@ public final class JmsInboundMessage implements InboundMessage {
     return brokerAttemptLimit;
   }
 
+  /**
+   * The same message as attempt {@code attempt}: a batch retries a failed message inside its
+   * session, where {@code JMSXDeliveryCount} does not move.
+   */
+  JmsInboundMessage withDeliveryAttempt(int attempt) {
+    return new JmsInboundMessage(source, headers, undecodableHeaders, payload, brokerMessageId, attempt,
+        receivedAt, message).withBrokerAttemptLimit(brokerAttemptLimit);
+  }
+
   /** Sets {@link #brokerAttemptLimit()}; the worker does it once, before processing. */
   JmsInboundMessage withBrokerAttemptLimit(int limit) {
     this.brokerAttemptLimit = limit;

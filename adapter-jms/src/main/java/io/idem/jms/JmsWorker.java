@@ -10,6 +10,8 @@ import jakarta.jms.Queue;
 import jakarta.jms.Session;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
@@ -18,7 +20,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One worker of a {@link JmsIdempotentConsumer}: its own connection, one session, one consumer,
- * one thread, one message at a time. A JMS session is single-threaded, so nothing here is shared
+ * one thread, one message (or one {@link JmsBatch batch}) at a time. A JMS session is single-threaded, so nothing here is shared
  * with other workers; {@link #stop()} and {@link #abort()} are the only calls from other threads.
  */
 final class JmsWorker implements Runnable {
@@ -38,12 +40,36 @@ final class JmsWorker implements Runnable {
   private @Nullable MessageProducer deadLetterProducer;
   private volatile @Nullable Instant lastReceive;
   private volatile boolean holding;
+  private final JmsBatch batches;
+  /** Messages still to take one at a time after a batch with an unreadable message. */
+  private int oneByOne;
 
   JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name, JmsBrokerLimits limits) {
     this.limits = limits;
     this.config = config;
     this.pipeline = pipeline;
     this.name = name;
+    this.batches = new JmsBatch(config, pipeline, limits, name, new JmsBatch.Worker() {
+      @Override
+      public void hold(Duration duration) {
+        JmsWorker.this.hold(duration);
+      }
+
+      @Override
+      public boolean mustStop() {
+        return stopping || broken || Thread.currentThread().isInterrupted();
+      }
+
+      @Override
+      public void unsettle(Session session) {
+        JmsWorker.this.unsettle(session);
+      }
+
+      @Override
+      public void holding(boolean on) {
+        holding = on;
+      }
+    });
   }
 
   String name() {
@@ -115,7 +141,12 @@ final class JmsWorker implements Runnable {
           if (stopping) {
             break; // received while closing: closing the session returns it unsettled
           }
-          process(message);
+          List<Message> batch = more(message);
+          if (batch.size() == 1) {
+            process(message);
+          } else {
+            processBatch(batch);
+          }
           if (Thread.currentThread().isInterrupted()) {
             if (stopping) {
               // close() interrupted the handler: its message went back to the broker
@@ -150,6 +181,64 @@ final class JmsWorker implements Runnable {
         Thread.currentThread().interrupt();
       }
       stopped.countDown();
+    }
+  }
+
+  /**
+   * {@code first} and what the session's consumer has at once behind it ({@code receiveNoWait}),
+   * up to {@link JmsConsumerConfig#maxBatchSize()}: a batch never waits for more.
+   */
+  private List<Message> more(Message first) throws JMSException {
+    List<Message> batch = new ArrayList<>();
+    batch.add(first);
+    if (oneByOne > 0) {
+      oneByOne--;
+      return batch;
+    }
+    MessageConsumer c = consumer;
+    while (c != null && batch.size() < config.maxBatchSize() && !stopping) {
+      Message next = c.receiveNoWait();
+      if (next == null) {
+        break;
+      }
+      batch.add(next);
+    }
+    return batch;
+  }
+
+  /**
+   * Runs a batch through {@link JmsBatch}. Whatever escapes rolls back or recovers the session so
+   * the broker redelivers the whole batch (what was applied is then acked as a duplicate), as
+   * {@link #process} does for one message.
+   */
+  private void processBatch(List<Message> batch) {
+    Session s = session;
+    MessageProducer dlq = deadLetterProducer;
+    if (s == null || dlq == null) {
+      throw new IllegalStateException(name + " is not connected");
+    }
+    try {
+      JmsBatch.End end = batches.run(batch, s, dlq);
+      if (end == JmsBatch.End.UNREADABLE) {
+        oneByOne = batch.size();
+      }
+    } catch (Throwable e) {
+      if (e instanceof VirtualMachineError) {
+        failed = true;
+        try {
+          LOG.error("{}: processing a batch of {} messages of {} failed fatally; rolled back for"
+              + " redelivery, and this worker stops", name, batch.size(), config.queue(), e);
+          unsettle(s);
+        } catch (Throwable secondary) {
+          e.addSuppressed(secondary);
+        }
+        throw (VirtualMachineError) e;
+      }
+      LOG.error("{}: a batch of {} messages of {} could not be settled; returned to the broker for"
+          + " redelivery (what was applied is acked as a duplicate then), the worker resumes in {} ms",
+          name, batch.size(), config.queue(), config.reconnectBackoff().toMillis(), e);
+      unsettle(s);
+      hold(config.reconnectBackoff());
     }
   }
 

@@ -30,6 +30,7 @@ class JmsConsumerConfigTest {
     assertThat(config.deadLetterQueue()).isEqualTo("orders.dlq");
     assertThat(config.connectionFactory()).isSameAs(FACTORY);
     assertThat(config.concurrency()).isEqualTo(JmsConsumerConfig.DEFAULT_CONCURRENCY).isEqualTo(1);
+    assertThat(config.maxBatchSize()).isEqualTo(JmsConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(1);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.TRANSACTED);
     assertThat(config.receiveTimeout()).isEqualTo(Duration.ofSeconds(1));
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
@@ -43,11 +44,12 @@ class JmsConsumerConfigTest {
 
   @Test
   void settingsAreCopied() {
-    JmsConsumerConfig config = builder().concurrency(4).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
+    JmsConsumerConfig config = builder().concurrency(4).maxBatchSize(10).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
         .receiveTimeout(Duration.ofMillis(250)).shutdownTimeout(Duration.ZERO)
         .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false).holdForRetryBackoff(false)
         .messageSelector("region = 'eu'").brokerMaxDeliveryAttempts(7).brokerDeadLetterQueue("DLQ").build();
     assertThat(config.concurrency()).isEqualTo(4);
+    assertThat(config.maxBatchSize()).isEqualTo(10);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.CLIENT_ACKNOWLEDGE);
     assertThat(config.receiveTimeout()).isEqualTo(Duration.ofMillis(250));
     assertThat(config.shutdownTimeout()).isZero();
@@ -67,6 +69,8 @@ class JmsConsumerConfigTest {
         .hasMessage("brokerMaxDeliveryAttempts must be >= 1 or BROKER_UNLIMITED (-1), but was 0");
     assertThat(builder().brokerMaxDeliveryAttempts(JmsConsumerConfig.BROKER_UNLIMITED).build()
         .brokerMaxDeliveryAttempts()).isEqualTo(-1);
+    assertThatThrownBy(() -> builder().maxBatchSize(0).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("maxBatchSize must be >= 1, but was 0");
     assertThatThrownBy(() -> builder().concurrency(0).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessage("concurrency must be >= 1, but was 0");
     assertThatThrownBy(() -> builder().receiveTimeout(Duration.ZERO).build())

@@ -14,7 +14,8 @@ import org.apache.ibatis.session.SqlSession;
  * The crash test's victim, run in a child JVM: consumes the queue with one worker and a
  * {@link CrashInjector} configured by {@code -Didem.crash.point} / {@code -Didem.crash.after},
  * which halts the JVM mid-flight. Arguments: JMS URL, queue, dead-letter queue, schema, consumer
- * group, effects run id.
+ * group, effects run id. {@code -Didem.jms.maxBatchSize} (default 1, per-message mode) sets the
+ * batch size.
  */
 public final class JmsCrashVictim {
   private JmsCrashVictim() {}
@@ -40,6 +41,7 @@ public final class JmsCrashVictim {
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
         JmsConsumerConfig.builder(new ActiveMQConnectionFactory(url), queue, deadLetterQueue)
             .receiveTimeout(Duration.ofMillis(200))
+            .maxBatchSize(Integer.getInteger("idem.jms.maxBatchSize", 1))
             .build(),
         pipeline);
     consumer.start();

@@ -14,6 +14,8 @@ class RabbitConsumerConfigTest {
     assertThat(config.uri()).isEqualTo(RabbitConsumerConfig.DEFAULT_URI);
     assertThat(config.prefetch()).isEqualTo(RabbitConsumerConfig.DEFAULT_PREFETCH).isEqualTo(10);
     assertThat(config.concurrency()).isEqualTo(1);
+    assertThat(config.maxBatchSize()).isEqualTo(RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(1);
+    assertThat(RabbitConsumerConfig.builder("orders").maxBatchSize(10).build().maxBatchSize()).isEqualTo(10);
     assertThat(config.queueType()).isEqualTo(RabbitQueueType.CLASSIC);
     assertThat(config.deadLetterExchange()).isEqualTo("orders.dlx");
     assertThat(config.deadLetterQueue()).isEqualTo("orders.dlq");
@@ -54,6 +56,8 @@ class RabbitConsumerConfigTest {
   void validationNamesTheSettingAndTheValue() {
     assertThatThrownBy(() -> RabbitConsumerConfig.builder(" ").build())
         .hasMessage("queue must be non-blank and at most 255 UTF-8 bytes, but was ' '");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").maxBatchSize(0).build())
+        .hasMessage("maxBatchSize must be >= 1, but was 0");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(0).build())
         .hasMessage("prefetch must be in 1..65535, but was 0");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(4).concurrency(5).build())

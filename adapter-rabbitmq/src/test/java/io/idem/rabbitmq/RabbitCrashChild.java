@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  * {@code args[1]}) into schema {@code args[2]} for consumer group {@code args[3]} with a
  * {@link CrashInjector} configured by {@code -Didem.crash.point}, prints {@code OUTCOME <key>
  * <outcome> <attempt>} per settled delivery, and closes gracefully once file {@code args[4]}
- * exists.
+ * exists. {@code -Didem.rabbit.maxBatchSize} (default 1, per-message mode) sets the batch size.
  */
 public final class RabbitCrashChild {
   private RabbitCrashChild() {}
@@ -44,7 +44,8 @@ public final class RabbitCrashChild {
       RabbitConsumerConfig.Builder config = RabbitConsumerConfig.builder(queue)
           .uri(RabbitFixture.shared().uri())
           .queueType(type)
-          .connectionName("idem-test-crash-child-" + queue);
+          .connectionName("idem-test-crash-child-" + queue)
+          .maxBatchSize(Integer.getInteger("idem.rabbit.maxBatchSize", 1));
       if (type == RabbitQueueType.QUORUM) {
         config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
       }

@@ -103,9 +103,17 @@ final class JmsDemoBroker implements DemoBroker {
     return List.of("--jms-url=" + url);
   }
 
+  /** Per-message mode ({@code maxBatchSize(1)}). */
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
+    return consumer(queue, pipeline, 1);
+  }
+
+  /** Each worker session holds batches of up to {@code maxBatchSize}. */
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
     JmsConsumerConfig config = JmsConsumerConfig.builder(connectionFactory(), queue, queue + ".dlq")
+        .maxBatchSize(maxBatchSize)
         .concurrency(4)
         .receiveTimeout(Duration.ofMillis(500))
         .shutdownTimeout(Duration.ofSeconds(20))

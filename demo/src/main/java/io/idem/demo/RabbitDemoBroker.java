@@ -112,9 +112,19 @@ final class RabbitDemoBroker implements DemoBroker {
     return List.of("--rabbitmq-uri=" + uri);
   }
 
+  /** Per-message mode ({@code maxBatchSize(1)}). */
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
-    return RabbitIdempotentConsumer.create(config(queue).connectionName("idem-demo-" + queue).build(), pipeline);
+    return consumer(queue, pipeline, 1);
+  }
+
+  /** Batches of up to {@code maxBatchSize}; the prefetch window holds at least two batches. */
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
+    return RabbitIdempotentConsumer.create(config(queue)
+        .maxBatchSize(maxBatchSize)
+        .prefetch(Math.max(50, 2 * maxBatchSize))
+        .connectionName("idem-demo-" + queue).build(), pipeline);
   }
 
   @Override
