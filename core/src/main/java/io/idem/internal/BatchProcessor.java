@@ -40,6 +40,7 @@ final class BatchProcessor<C> {
   private final IdempotencyListener listener;
   private final OutageTracker outages;
   private final OneByOne oneByOne;
+  private final HandlerFailed handlerFailed;
 
   /** The per-message pipeline after the key, which the redo of a failed batch goes through. */
   @FunctionalInterface
@@ -48,8 +49,16 @@ final class BatchProcessor<C> {
         Acknowledgement acknowledgement, long start);
   }
 
+  /** The per-message pipeline's answer to a failed handler run: retry or dead-letter, counted. */
+  @FunctionalInterface
+  interface HandlerFailed {
+    ProcessingOutcome settle(InboundMessage message, IdempotencyKey key, Throwable failure,
+        Acknowledgement acknowledgement, long start);
+  }
+
   BatchProcessor(ProcessedEventStore<C> store, Keys keys, ClaimAndHandle<C> work,
-      Settlement settlement, IdempotencyListener listener, OutageTracker outages, OneByOne oneByOne) {
+      Settlement settlement, IdempotencyListener listener, OutageTracker outages, OneByOne oneByOne,
+      HandlerFailed handlerFailed) {
     this.store = store;
     this.keys = keys;
     this.work = work;
@@ -57,6 +66,7 @@ final class BatchProcessor<C> {
     this.listener = listener;
     this.outages = outages;
     this.oneByOne = oneByOne;
+    this.handlerFailed = handlerFailed;
   }
 
   /** See {@link IdempotentConsumer#processBatch(List, List, BatchOrder)}. */
@@ -90,17 +100,18 @@ final class BatchProcessor<C> {
       listener.beforeClaim(item.message, item.key());
     }
     List<ClaimResult> claims;
+    ClaimAndHandle.Running running = new ClaimAndHandle.Running();
     try {
-      claims = store.inTransaction(tx -> claimAllAndHandle(tx, keyed));
+      claims = store.inTransaction(tx -> claimAllAndHandle(tx, keyed, running));
     } catch (Exception e) {
-      return failed(items, keyed.size(), e, order, start);
+      return failed(items, keyed.size(), e, running.message, order, start);
     } catch (VirtualMachineError e) {
       if (!(e instanceof StackOverflowError)) {
         throw e;
       }
-      return failed(items, keyed.size(), e, order, start);
+      return failed(items, keyed.size(), e, running.message, order, start);
     } catch (Error e) {
-      return failed(items, keyed.size(), e, order, start);
+      return failed(items, keyed.size(), e, running.message, order, start);
     }
     outages.reached();
     for (int i = 0; i < keyed.size(); i++) {
@@ -114,10 +125,14 @@ final class BatchProcessor<C> {
   /**
    * The batch's transaction rolled back. An outage, a transaction retry or a shutdown is nobody's
    * fault and would meet every message again: each keyed message gets that retry outcome at once
-   * (one outage counted for the one transaction). Anything else is redone message by message.
+   * (one outage counted for the one transaction). Anything else is redone message by message;
+   * when it was a per-message handler's run that failed ({@code failing}: its handler threw, or
+   * its claim was found lost right after it), that run was the failing message's attempt, so it
+   * is settled as a handler failure at once instead of running its handler a second time for the
+   * same attempt (an attempt is one handler run, docs/DESIGN.md).
    */
-  private BatchResult failed(
-      List<Item> items, int keyedCount, Throwable failure, BatchOrder order, long start) {
+  private BatchResult failed(List<Item> items, int keyedCount, Throwable failure,
+      @Nullable InboundMessage failing, BatchOrder order, long start) {
     String source = items.get(0).message.source();
     Function<Item, ProcessingOutcome> answer;
     if (Interruption.isShutdown(failure)) {
@@ -136,8 +151,9 @@ final class BatchProcessor<C> {
       outages.reached();
       LOG.info("a batch of {} keyed message(s) of {} rolled back ({}); redoing it message by message",
           keyedCount, source, FailureText.oneLine(failure));
-      answer = item -> oneByOne.process(
-          item.message, item.key(), item.fingerprint(), item.acknowledgement, start);
+      answer = item -> item.message == failing
+          ? handlerFailed.settle(item.message, item.key(), failure, item.acknowledgement, start)
+          : oneByOne.process(item.message, item.key(), item.fingerprint(), item.acknowledgement, start);
     }
     return BatchLoop.run(items, order, item -> item.key.key() == null ? keyless(item, start) : answer.apply(item));
   }
@@ -146,7 +162,8 @@ final class BatchProcessor<C> {
     return settlement.deadLetterKeyless(item.message, item.key, item.acknowledgement, start);
   }
 
-  private List<ClaimResult> claimAllAndHandle(C tx, List<Item> keyed) throws Exception {
+  private List<ClaimResult> claimAllAndHandle(C tx, List<Item> keyed, ClaimAndHandle.Running running)
+      throws Exception {
     List<IdempotencyKey> keys = new ArrayList<>(keyed.size());
     List<byte[]> fingerprints = new ArrayList<>(keyed.size());
     List<InboundMessage> messages = new ArrayList<>(keyed.size());
@@ -155,7 +172,7 @@ final class BatchProcessor<C> {
       fingerprints.add(item.fingerprint());
       messages.add(item.message);
     }
-    return work.all(tx, keys, fingerprints, messages);
+    return work.all(tx, keys, fingerprints, messages, running);
   }
 
   /** One message of a batch on its way through {@link #process}. Confined to the calling thread. */

@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The work inside a pipeline's transaction, for one message or a batch: claim the keys, run the
@@ -38,18 +39,19 @@ final class ClaimAndHandle<C> {
     ClaimResult claim = claimed(
         () -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
     if (claim == ClaimResult.CLAIMED) {
-      handleNew(tx, List.of(new KeyedMessage(key, message)));
+      handleNew(tx, List.of(new KeyedMessage(key, message)), new Running());
     }
     return claim;
   }
 
   /**
    * Claims a batch's keys with one {@link ProcessedEventStore#claimAll} and handles the new
-   * messages in order; the three lists are parallel.
+   * messages in order; the three lists are parallel. While a per-message handler runs (and its
+   * claim is confirmed), {@code running} holds that message, so that when the transaction fails
+   * the caller knows whose handler run it was.
    */
-  List<ClaimResult> all(
-      C tx, List<IdempotencyKey> keys, List<byte[]> fingerprints, List<InboundMessage> messages)
-      throws Exception {
+  List<ClaimResult> all(C tx, List<IdempotencyKey> keys, List<byte[]> fingerprints,
+      List<InboundMessage> messages, Running running) throws Exception {
     List<ClaimResult> claims = claimed(
         () -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
     if (claims.size() != keys.size()) {
@@ -63,7 +65,7 @@ final class ClaimAndHandle<C> {
       }
     }
     if (!fresh.isEmpty()) {
-      handleNew(tx, fresh);
+      handleNew(tx, fresh, running);
     }
     return claims;
   }
@@ -72,12 +74,14 @@ final class ClaimAndHandle<C> {
    * Runs the handler for the claimed messages in order (or the batch handler once with all of
    * them), then confirms each claim and tells {@code afterHandler}.
    */
-  private void handleNew(C tx, List<KeyedMessage> fresh) throws Exception {
+  private void handleNew(C tx, List<KeyedMessage> fresh, Running running) throws Exception {
     KeyedMessageHandler<C> single = handlers.single;
     if (single != null) {
       for (KeyedMessage each : fresh) {
+        running.message = each.message();
         single.handle(each.key(), each.message(), tx);
         confirmed(tx, each);
+        running.message = null;
       }
       return;
     }
@@ -92,6 +96,15 @@ final class ClaimAndHandle<C> {
     // commit would silently roll back) or ended the transaction itself
     store.confirmClaim(tx, each.key());
     listener.afterHandler(each.message(), each.key());
+  }
+
+  /**
+   * The message whose per-message handler is running (or whose claim is being confirmed right
+   * after it) in a batch's transaction, {@code null} between handlers, and always {@code null}
+   * with a batch handler (one run for all: nobody's alone). Confined to the transaction's thread.
+   */
+  static final class Running {
+    @Nullable InboundMessage message;
   }
 
   /**

@@ -69,7 +69,8 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.settlement =
         new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages);
     this.batches =
-        new BatchProcessor<>(store, keys, work, settlement, listener, outages, this::processKeyed);
+        new BatchProcessor<>(store, keys, work, settlement, listener, outages, this::processKeyed,
+            this::handlerFailed);
   }
 
   @Override

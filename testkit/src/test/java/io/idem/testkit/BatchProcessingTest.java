@@ -143,8 +143,9 @@ class BatchProcessingTest {
     assertThat(result.notStarted(batch)).containsExactly(batch.get(3), batch.get(4));
     assertThat(calls(acks)).containsExactly("ack", "ack", "retry", "", "");
     assertThat(effects).containsExactly("a", "b");
-    // the batch ran a, b, poison (rolled back); the redo a, b, poison again
-    assertThat(handled).containsExactly("a", "b", "poison", "a", "b", "poison");
+    // the batch ran a, b, poison (rolled back); the redo a and b again, while poison's run in the
+    // batch was its attempt: settled as a handler failure without a second run
+    assertThat(handled).containsExactly("a", "b", "poison", "a", "b");
     assertThat(store.isProcessed(new IdempotencyKey("billing", "c", io.idem.KeySource.HEADER))).isFalse();
   }
 
@@ -159,6 +160,47 @@ class BatchProcessingTest {
     assertThat(result.isComplete()).isTrue();
     assertThat(calls(acks)).containsExactly("ack", "retry", "ack");
     assertThat(effects).containsExactly("a", "c");
+    assertThat(handled).containsExactly("a", "poison", "a", "c"); // c never ran in the failed batch
+  }
+
+  @Test
+  void aMessageThatAlwaysFailsRunsItsHandlerOncePerAttemptInBatchesToo() {
+    IdempotentConsumer<InMemoryTransaction> consumer = pipeline(store).build();
+    List<String> lastCalls = List.of();
+    for (int attempt = 1; attempt <= policy.maxAttempts(); attempt++) {
+      List<InboundMessage> batch = List.of(message("a-" + attempt, "{}"),
+          InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+              .header("idempotency-key", "poison").deliveryAttempt(attempt).build());
+      List<RecordingAcknowledgement> acks = acks(batch.size());
+      consumer.processBatch(batch, asAcks(acks), BatchOrder.UNORDERED);
+      lastCalls = calls(acks);
+    }
+    assertThat(handled.stream().filter("poison"::equals)).as("poison's handler runs").hasSize(policy.maxAttempts());
+    assertThat(lastCalls).containsExactly("ack", "deadLetter");
+    assertThat(effects).containsExactly("a-1", "a-2", "a-3");
+  }
+
+  @Test
+  void aFailureAtCommitIsNobodysRunAndIsRedoneWhole() {
+    // a deferred check at COMMIT: no handler was running, so every message is redone on its own
+    AtomicInteger commits = new AtomicInteger();
+    ProcessedEventStore<InMemoryTransaction> failingFirstCommit = new DelegatingStore(store) {
+      @Override
+      public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
+        return super.inTransaction(tx -> {
+          T result = work.run(tx);
+          if (commits.incrementAndGet() == 1) {
+            throw new IllegalStateException("deferred constraint at COMMIT");
+          }
+          return result;
+        });
+      }
+    };
+    List<InboundMessage> batch = List.of(message("a", "{}"), message("b", "{}"));
+    List<RecordingAcknowledgement> acks = acks(batch.size());
+    pipeline(failingFirstCommit).build().processBatch(batch, asAcks(acks), BatchOrder.ORDERED);
+    assertThat(calls(acks)).containsExactly("ack", "ack");
+    assertThat(handled).containsExactly("a", "b", "a", "b");
   }
 
   @Test
