@@ -155,7 +155,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     this.ledger = AttemptLedger.forQueue(config.queueUrl());
     this.keeper = new VisibilityKeeper(
         sqs, config.queueUrl(), config.visibilityTimeout(), config.heartbeatShare(), ledger);
-    this.deletes = new DeleteBatcher(sqs, config.queueUrl(), config.deleteBatchWindow(), keeper);
+    this.deletes = new DeleteBatcher(sqs, config.queueUrl(), config.deleteBatchWindow(), keeper,
+        config.maxBatchSize() > 1);
   }
 
   /**
@@ -309,7 +310,10 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       long tick = clamp(config.deleteBatchWindow().toMillis() / 4, 10, 250);
       clock.scheduleWithFixedDelay(guarded("delete flush", deletes::flushIfDue), tick, tick, TimeUnit.MILLISECONDS);
     }
-    Receiver loop = new Receiver(config, sqs, fifo, keeper, ledger, runner, deletes, pool, stopping);
+    Receiver.Dispatch dispatch = config.maxBatchSize() > 1
+        ? new BatchRunner(config, pipeline, runner, keeper, ledger, deletes, fifo, stopping)::runBatch
+        : runner::runBatch;
+    Receiver loop = new Receiver(config, sqs, fifo, keeper, ledger, dispatch, deletes, pool, stopping);
     receiver = loop;
     Thread thread = new Thread(loop, "idem-sqs-poll-" + queue);
     thread.setDaemon(false);
