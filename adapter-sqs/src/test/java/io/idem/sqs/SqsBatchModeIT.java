@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.Message;
 import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
 
@@ -102,14 +103,7 @@ class SqsBatchModeIT extends SqsTestBase {
       queue.publish(Map.of("idempotency-key", key), bytes(key), "B");
     }
     List<List<String>> receives = new CopyOnWriteArrayList<>();
-    var sqs = interceptedClient((method, args, real) -> {
-      Object result = real.call();
-      if (method.equals("receiveMessage") && result instanceof ReceiveMessageResponse response
-          && response.hasMessages() && !response.messages().isEmpty()) {
-        receives.add(keys(response.messages()));
-      }
-      return result;
-    });
+    var sqs = recordingReceives(receives);
     Duration backoff = Duration.ofSeconds(1);
     BatchMessageHandler<SqlSession> handler = (messages, session) -> {
       calls.add(call(messages));
@@ -169,7 +163,11 @@ class SqsBatchModeIT extends SqsTestBase {
       calls.add(call(messages));
       inserted.add(insertAll(session, messages));
     };
-    start(queue.config().maxBatchSize(10).build(), batchPipeline(handler, retries(3)));
+    List<List<String>> receives = new CopyOnWriteArrayList<>();
+    List<String> deleteCalls = new CopyOnWriteArrayList<>();
+    SqsClient sqs = recordingReceives(receives, deleteCalls);
+    start(queue.config().maxBatchSize(10).deleteBatchWindow(Duration.ZERO).build(), batchPipeline(handler, retries(3)),
+        sqs);
     await().atMost(TIMEOUT).until(() -> db.total() == 10);
     for (int i = 5; i < 15; i++) {
       publish(queue, "m" + i, "{\"n\":" + i + "}");
@@ -187,6 +185,9 @@ class SqsBatchModeIT extends SqsTestBase {
     assertThat(handled).doesNotHaveDuplicates().hasSize(15);
     assertThat(db.doubled()).isZero();
     assertThat(outcomes.count(ProcessingOutcome.PROCESSED)).isEqualTo(15);
+    // even with deleteBatchWindow zero: each batch's deletes in one DeleteMessageBatch after its commit
+    assertThat(deleteCalls).doesNotContain("deleteMessage").isNotEmpty();
+    assertThat(deleteCalls).hasSizeLessThanOrEqualTo(receives.size());
   }
 
   /**
@@ -207,13 +208,18 @@ class SqsBatchModeIT extends SqsTestBase {
       publish(queue, "held-" + i, "{\"n\":" + i + "}");
     }
     sql("ALTER TABLE " + MyBatisProcessedEventStore.DEFAULT_TABLE + " RENAME TO idem_away");
+    List<List<String>> receives = new CopyOnWriteArrayList<>();
     start(queue.config().deadLetterQueueUrl(null).visibilityTimeout(Duration.ofSeconds(2)).maxBatchSize(10).build(),
-        batchPipeline(failing("(no poison)"), retries));
+        batchPipeline(failing("(no poison)"), retries), recordingReceives(receives));
 
     await("store retries spanning several visibility timeouts").atMost(TIMEOUT)
         .until(() -> outcomes.count(ProcessingOutcome.RETRY_STORE_UNAVAILABLE) >= 40);
-    assertThat(queue.inFlightCount()).isEqualTo(5);
-    assertThat(queue.visibleCount()).isZero();
+    // the batch is the first receive (the next one waits for it): held, in flight, however it split
+    int got = receives.get(0).size();
+    assertThat(got).as("messages of the batch held through the outage").isGreaterThan(1);
+    assertThat(receives).hasSize(1);
+    assertThat(queue.inFlightCount()).isEqualTo(got);
+    assertThat(queue.visibleCount()).isEqualTo(5 - got);
     assertThat(target.deadLetters()).isEmpty();
     assertThat(outcomes.settled()).extracting(OutcomeRecorder.Settled::attempt).containsOnly(1);
     assertThat(outcomes.settled()).extracting(OutcomeRecorder.Settled::outcome)
@@ -229,6 +235,26 @@ class SqsBatchModeIT extends SqsTestBase {
       assertThat(outcomes.count("held-" + i, ProcessingOutcome.PROCESSED)).isEqualTo(1);
     }
     assertThat(target.deadLetters()).isEmpty();
+  }
+
+  /** A client that adds the keys of every non-empty receive to {@code receives}. */
+  private SqsClient recordingReceives(List<List<String>> receives) {
+    return recordingReceives(receives, new ArrayList<>());
+  }
+
+  /** ... and the name of every delete call to {@code deletes}. */
+  private SqsClient recordingReceives(List<List<String>> receives, List<String> deletes) {
+    return interceptedClient((method, args, real) -> {
+      if (method.startsWith("deleteMessage")) {
+        deletes.add(method);
+      }
+      Object result = real.call();
+      if (method.equals("receiveMessage") && result instanceof ReceiveMessageResponse response
+          && response.hasMessages() && !response.messages().isEmpty()) {
+        receives.add(keys(response.messages()));
+      }
+      return result;
+    });
   }
 
   private void sql(String statement) throws SQLException {
