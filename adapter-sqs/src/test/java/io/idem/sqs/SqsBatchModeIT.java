@@ -24,6 +24,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -31,6 +32,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.Message;
 import software.amazon.awssdk.services.sqs.model.ReceiveMessageResponse;
+import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
+import software.amazon.awssdk.services.sqs.model.SqsException;
 
 /**
  * Batch mode ({@link SqsConsumerConfig#maxBatchSize()} above 1) on ElasticMQ and PostgreSQL. The
@@ -190,6 +193,40 @@ class SqsBatchModeIT extends SqsTestBase {
     // even with deleteBatchWindow zero: each batch's deletes in one DeleteMessageBatch after its commit
     assertThat(deleteCalls).doesNotContain("deleteMessage").isNotEmpty();
     assertThat(deleteCalls).hasSizeLessThanOrEqualTo(receives.size());
+  }
+
+  /**
+   * An acknowledgement that throws inside a batch (the dead-letter copy of a keyless message is
+   * refused once) does not hold the others up: they are applied once and deleted; the refused one
+   * stays in the queue, comes back after the retry backoff and is dead-lettered then.
+   */
+  @Test
+  void aFailedAcknowledgementInABatchLeavesOnlyThatMessageToComeBack() {
+    SqsHarness queue = queue(false);
+    for (int i = 0; i < 4; i++) {
+      publish(queue, "ok-" + i, "{\"n\":" + i + "}");
+    }
+    queue.publish(Map.of(), bytes("{\"no\":\"key\"}"));
+    AtomicInteger refusals = new AtomicInteger();
+    SqsClient sqs = interceptedClient((method, args, real) -> {
+      if (method.equals("sendMessage") && args[0] instanceof SendMessageRequest request
+          && request.queueUrl().equals(queue.dlqUrl()) && refusals.getAndIncrement() == 0) {
+        throw SqsException.builder().message("AccessDenied (test)").statusCode(403).build();
+      }
+      return real.call();
+    });
+    start(queue.config().maxBatchSize(10).build(), batchPipeline(failing("(no poison)"), retries(3)), sqs);
+
+    await().atMost(TIMEOUT).until(() -> db.total() == 4 && queue.deadLetters().size() == 1);
+    await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);
+
+    assertBatchOfMoreThanOneRan();
+    assertThat(refusals.get()).as("copies tried").isEqualTo(2);
+    for (int i = 0; i < 4; i++) {
+      assertThat(db.count("ok-" + i)).isEqualTo(1);
+      assertThat(outcomes.count("ok-" + i, ProcessingOutcome.PROCESSED)).isEqualTo(1);
+    }
+    assertThat(queue.deadLetters().get(0).cause()).isEqualTo(DeadLetterCause.NO_KEY.name());
   }
 
   /**
