@@ -19,7 +19,9 @@ import software.amazon.awssdk.services.sqs.model.DeleteMessageBatchResponse;
  * to 10 entries; the visibility heartbeat keeps them hidden meanwhile. Each entry's result is read
  * on its own: a failed entry is never counted as deleted. Entries failing on the server's side
  * ({@code SenderFault=false}) or in transit are tried again up to {@value #MAX_TRIES} times; the
- * rest are reported and left to come back, where the store skips them as duplicates.
+ * rest are reported and left to come back, where the store skips them as duplicates. In batch
+ * mode ({@code alwaysQueue}) a delete is queued even with a zero window, and the batch runner
+ * flushes the deletes of each batch after its commit, as one {@code DeleteMessageBatch}.
  *
  * <p>Thread-safe.
  */
@@ -31,26 +33,29 @@ final class DeleteBatcher {
   private final SqsClient sqs;
   private final String queueUrl;
   private final long windowNanos;
+  private final boolean alwaysQueue;
   private final VisibilityKeeper keeper;
   private final List<Delivery> pending = new ArrayList<>();
   private long oldestNanos;
   private final AtomicLong deleted = new AtomicLong();
   private final AtomicLong failed = new AtomicLong();
 
-  DeleteBatcher(SqsClient sqs, String queueUrl, Duration window, VisibilityKeeper keeper) {
+  DeleteBatcher(SqsClient sqs, String queueUrl, Duration window, VisibilityKeeper keeper, boolean alwaysQueue) {
     this.sqs = sqs;
     this.queueUrl = queueUrl;
     this.windowNanos = window.toNanos();
+    this.alwaysQueue = alwaysQueue;
     this.keeper = keeper;
   }
 
   /**
-   * Deletes {@code delivery}: at once (window zero, failures thrown) or queued for the next batch.
+   * Deletes {@code delivery}: at once (window zero in per-message mode, failures thrown) or queued
+   * for the next batch.
    *
-   * @throws IdempotencyException with a zero window, when SQS refused the delete
+   * @throws IdempotencyException with a zero window in per-message mode, when SQS refused the delete
    */
   void delete(Delivery delivery) {
-    if (windowNanos == 0) {
+    if (windowNanos == 0 && !alwaysQueue) {
       deleteNow(delivery);
       return;
     }

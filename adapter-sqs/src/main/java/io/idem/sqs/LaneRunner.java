@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,6 +32,9 @@ import org.slf4j.LoggerFactory;
  * running (issue 11). A retried message with nothing behind it in the batch goes back to SQS with
  * its visibility set to the backoff (its group stays locked meanwhile). A message that could not
  * be settled, or whose visibility ran out, stops its lane: the rest is handed back.
+ *
+ * <p>Batch mode ({@link BatchRunner}) uses the same pieces: the readiness check before a message
+ * starts, its acknowledgement, holding in process, and what is done when processing throws.
  *
  * <p>Thread-safe: lanes of one batch run concurrently; batches one after another.
  */
@@ -80,11 +84,15 @@ final class LaneRunner {
 
   /** Runs every lane of {@code deliveries} on {@code pool}, waits for them, flushes the deletes. */
   void runBatch(List<Delivery> deliveries, ExecutorService pool) {
-    List<List<Delivery>> lanes = lanes(deliveries);
-    List<CompletableFuture<?>> running = new ArrayList<>(lanes.size());
+    runAll(lanes(deliveries), this::runLane, pool);
+  }
+
+  /** Runs {@code task} on each of {@code units} on {@code pool}, waits for them, flushes the deletes. */
+  void runAll(List<List<Delivery>> units, Consumer<List<Delivery>> task, ExecutorService pool) {
+    List<CompletableFuture<?>> running = new ArrayList<>(units.size());
     try {
-      for (List<Delivery> lane : lanes) {
-        running.add(CompletableFuture.runAsync(() -> runLane(lane), pool));
+      for (List<Delivery> unit : units) {
+        running.add(CompletableFuture.runAsync(() -> task.accept(unit), pool));
       }
     } finally {
       // even when a lane could not be submitted: no lane may still run when the poller hands
@@ -98,7 +106,8 @@ final class LaneRunner {
     deletes.flush();
   }
 
-  private List<List<Delivery>> lanes(List<Delivery> deliveries) {
+  /** One lane per message (standard queue), or per {@code MessageGroupId} in receive order (FIFO). */
+  List<List<Delivery>> lanes(List<Delivery> deliveries) {
     List<List<Delivery>> lanes = new ArrayList<>();
     if (!fifo) {
       deliveries.forEach(d -> lanes.add(List.of(d)));
@@ -150,7 +159,7 @@ final class LaneRunner {
    * fails. A skipped message reappears when its visibility runs out; that receive is not counted
    * as an attempt ({@link AttemptLedger}).
    */
-  private boolean ready(Delivery delivery) {
+  boolean ready(Delivery delivery) {
     long now = System.nanoTime();
     long remaining = delivery.remainingNanos(now);
     boolean extend = config.visibilityHeartbeat() && (remaining <= marginNanos || keeper.due(delivery, now));
@@ -170,22 +179,13 @@ final class LaneRunner {
    * {@code hasTail}) a retry; false when the rest of its FIFO group must wait.
    */
   private boolean process(Delivery delivery, boolean hasTail) {
-    if (deadLetters.viaRedrivePolicy()
-        && (givenUp.contains(delivery.messageId())
-            || delivery.message.deliveryAttempt() > pipeline.retryPolicy().maxAttempts())) {
-      LOG.debug("{} was given up already; handed back for the RedrivePolicy", delivery);
-      keeper.handBack(List.of(delivery));
+    if (handedBackAsGivenUp(delivery)) {
       return false;
     }
     boolean retryInProcess = fifo && hasTail;
     ProcessingOutcome outcome;
     while (true) {
-      delivery.message.brokerAttemptLimit(
-          retryInProcess || maxReceiveCount == null || deadLetters.viaRedrivePolicy()
-              ? Integer.MAX_VALUE
-              : delivery.message.deliveryAttempt() + Math.max(0, maxReceiveCount - delivery.receiveCount));
-      SqsAcknowledgement acknowledgement = new SqsAcknowledgement(delivery, keeper, deletes, deadLetters,
-          retryInProcess ? null : maxReceiveCount, pipeline.consumerGroup(), retryInProcess);
+      SqsAcknowledgement acknowledgement = acknowledgement(delivery, retryInProcess);
       outcome = runPipeline(delivery, acknowledgement);
       Duration wait = acknowledgement.heldForStore();
       if (wait == null && outcome == ProcessingOutcome.RETRY) {
@@ -209,14 +209,56 @@ final class LaneRunner {
         return false;
       case DEAD_LETTERED:
       case CONFLICT:
-        if (deadLetters.viaRedrivePolicy()) {
-          givenUp.add(delivery.messageId());
-          return false;
-        }
-        return true;
+        return !gaveUp(delivery);
       default:
         return true;
     }
+  }
+
+  /**
+   * Redrive mode: a message the pipeline gave up on already (or past {@code maxAttempts}) is
+   * handed back unprocessed for the queue's {@code RedrivePolicy} to move.
+   *
+   * @return true when it was handed back
+   */
+  boolean handedBackAsGivenUp(Delivery delivery) {
+    if (deadLetters.viaRedrivePolicy()
+        && (givenUp.contains(delivery.messageId())
+            || delivery.message.deliveryAttempt() > pipeline.retryPolicy().maxAttempts())) {
+      LOG.debug("{} was given up already; handed back for the RedrivePolicy", delivery);
+      keeper.handBack(List.of(delivery));
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * After a dead letter or conflict: in redrive mode remembers that the pipeline gave up on it (it
+   * was handed back for the {@code RedrivePolicy}, and on a FIFO queue its group must stop).
+   *
+   * @return true in redrive mode
+   */
+  boolean gaveUp(Delivery delivery) {
+    if (deadLetters.viaRedrivePolicy()) {
+      givenUp.add(delivery.messageId());
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * The acknowledgement of {@code delivery}'s next run, with the message's broker attempt limit
+   * set: the queue's {@code maxReceiveCount} as an attempt number, unless the message is retried
+   * in process ({@code retryInProcess}: no receive is counted) or dead letters go via the
+   * {@code RedrivePolicy}.
+   */
+  SqsAcknowledgement acknowledgement(Delivery delivery, boolean retryInProcess) {
+    delivery.message.brokerAttemptLimit(
+        retryInProcess || maxReceiveCount == null || deadLetters.viaRedrivePolicy()
+            ? Integer.MAX_VALUE
+            : delivery.message.deliveryAttempt() + Math.max(0, maxReceiveCount - delivery.receiveCount));
+    return new SqsAcknowledgement(delivery, keeper, deletes, deadLetters,
+        retryInProcess ? null : maxReceiveCount, pipeline.consumerGroup(), retryInProcess);
   }
 
   /**
@@ -250,7 +292,7 @@ final class LaneRunner {
    * again after the retry backoff. A dead-letter copy SQS refused is reported at ERROR once per
    * message ({@link DeadLetters.CopyRefused#firstForMessage()}), at WARN after that.
    */
-  private void release(Delivery delivery, Throwable failure) {
+  void release(Delivery delivery, Throwable failure) {
     boolean loud = !(failure instanceof DeadLetters.CopyRefused refused) || refused.firstForMessage();
     if (!delivery.held()) {
       log(loud, "could not settle {} on {}; it reappears when its visibility runs out", delivery, failure);
@@ -279,7 +321,7 @@ final class LaneRunner {
    * and the rest of its lane, without calling SQS, so that they reappear when their visibility
    * runs out; and stop the consumer.
    */
-  private void fail(List<Delivery> rest, VirtualMachineError error) {
+  void fail(List<Delivery> rest, VirtualMachineError error) {
     rest.forEach(keeper::forget);
     stopping.set(true); // no more receives; the other lanes hand back what they have not started
     LOG.error("SQS consumer on {} stops: {} while processing {}; it and the {} message(s) behind it"
@@ -288,44 +330,58 @@ final class LaneRunner {
 
   /**
    * Keeps {@code delivery} hidden for {@code wait} (a store outage, or a FIFO retry ahead of the
-   * rest of its group) on this worker thread; the next receive waits for the batch. The heartbeat
-   * extends it; with the heartbeat off this extends it itself.
+   * rest of its group) on this worker thread, then checks it is still {@link #ready}.
    *
    * @return true to run it again; false when it was handed back (closing) or could not be kept
-   *     (its visibility could not be extended: it reappears on its own)
    */
   private boolean holdInProcess(Delivery delivery, Duration wait) {
-    heldInProcess.incrementAndGet();
+    return !holdInProcess(List.of(delivery), wait).isEmpty() && ready(delivery);
+  }
+
+  /**
+   * Keeps {@code deliveries} hidden for {@code wait} on this worker thread; the next receive waits
+   * for the batch. The heartbeat extends them; with the heartbeat off this extends them itself.
+   * Closing hands them all back (visibility 0, not counted as attempts).
+   *
+   * @return the ones still kept, in order: not those handed back (closing, interrupted) or that
+   *     could not be kept (their visibility could not be extended: they reappear on their own)
+   */
+  List<Delivery> holdInProcess(List<Delivery> deliveries, Duration wait) {
+    List<Delivery> kept = new ArrayList<>(deliveries);
+    heldInProcess.addAndGet(kept.size());
     try {
       long until = System.nanoTime() + wait.toNanos();
       while (true) {
         if (stopping.get()) {
-          keeper.handBack(List.of(delivery));
-          return false;
+          keeper.handBack(kept);
+          return List.of();
         }
         long now = System.nanoTime();
-        if (!delivery.held()) {
+        kept.removeIf(delivery -> {
+          if (!delivery.held()) {
+            return true;
+          }
+          if (!config.visibilityHeartbeat() && keeper.due(delivery, now) && !keeper.extend(delivery)) {
+            skipped.incrementAndGet();
+            keeper.leave(delivery);
+            return true;
+          }
           return false;
-        }
-        if (!config.visibilityHeartbeat() && keeper.due(delivery, now) && !keeper.extend(delivery)) {
-          skipped.incrementAndGet();
-          keeper.leave(delivery);
-          return false;
-        }
+        });
         long left = until - now;
-        if (left <= 0) {
-          return ready(delivery);
+        if (kept.isEmpty() || left <= 0) {
+          return kept;
         }
         try {
           TimeUnit.NANOSECONDS.sleep(Math.min(left, HOLD_SLICE.toNanos()));
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          keeper.handBack(List.of(delivery));
-          return false;
+          keeper.handBack(kept);
+          return List.of();
         }
       }
     } finally {
-      heldInProcess.decrementAndGet();
+      heldInProcess.addAndGet(-deliveries.size());
     }
   }
 }

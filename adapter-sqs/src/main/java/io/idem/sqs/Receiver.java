@@ -19,7 +19,7 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
 /**
  * The poller thread's loop: long-polls {@code ReceiveMessage}, holds what it got (the heartbeat
  * extends it from then on), gives each message the attempt its handler runs stand for ({@link
- * AttemptLedger}) and has the {@link LaneRunner} run the batch; the next receive follows when the
+ * AttemptLedger}) and has the {@link Dispatch} run the batch; the next receive follows when the
  * batch is done and its deletes were flushed. Records, for {@code health()}, when the last receive
  * succeeded and whether the last one failed. Runs on one thread; its health fields are read from
  * any.
@@ -32,7 +32,7 @@ final class Receiver implements Runnable {
   private final boolean fifo;
   private final VisibilityKeeper keeper;
   private final AttemptLedger ledger;
-  private final LaneRunner lanes;
+  private final Dispatch lanes;
   private final DeleteBatcher deletes;
   private final ExecutorService workers;
   private final AtomicBoolean stopping;
@@ -40,7 +40,7 @@ final class Receiver implements Runnable {
   private volatile boolean lastReceiveFailed;
 
   Receiver(SqsConsumerConfig config, SqsClient sqs, boolean fifo, VisibilityKeeper keeper, AttemptLedger ledger,
-      LaneRunner lanes, DeleteBatcher deletes, ExecutorService workers, AtomicBoolean stopping) {
+      Dispatch lanes, DeleteBatcher deletes, ExecutorService workers, AtomicBoolean stopping) {
     this.config = config;
     this.sqs = sqs;
     this.fifo = fifo;
@@ -60,6 +60,15 @@ final class Receiver implements Runnable {
   /** True while the last {@code ReceiveMessage} failed. */
   boolean lastReceiveFailed() {
     return lastReceiveFailed;
+  }
+
+  /**
+   * Runs one receive's deliveries on the workers and returns when all are settled or handed back:
+   * {@link LaneRunner} in per-message mode, {@link BatchRunner} in batch mode.
+   */
+  @FunctionalInterface
+  interface Dispatch {
+    void run(List<Delivery> deliveries, ExecutorService workers);
   }
 
   @Override
@@ -122,7 +131,7 @@ final class Receiver implements Runnable {
       keeper.handBack(batch);
       return;
     }
-    lanes.runBatch(batch, workers);
+    lanes.run(batch, workers);
   }
 
   /** The messages of {@code batch} still held that no lane took. */

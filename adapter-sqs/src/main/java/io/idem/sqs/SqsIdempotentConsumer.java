@@ -39,6 +39,14 @@ import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
  * per {@code MessageGroupId} on a FIFO queue, in order — which run on {@code concurrency} worker
  * threads; the next receive follows when the batch is done and its deletes were flushed.
  *
+ * <p><b>Batch mode</b> ({@link SqsConsumerConfig#maxBatchSize()} above 1; {@link BatchRunner}):
+ * instead of lanes, the receive is processed with {@link IdempotentConsumer#processBatch} — on a
+ * standard queue one {@code UNORDERED} batch of up to {@code maxBatchSize}, on a FIFO queue one
+ * {@code ORDERED} batch per message group — one COMMIT per batch, then the batch's deletes in one
+ * {@code DeleteMessageBatch}. A failing message is redone alone and takes the usual retry or
+ * dead-letter path; on a FIFO queue the rest of its group stays hidden behind it without an
+ * attempt being counted, as below.
+ *
  * <p><b>Attempts</b> are handler runs, not receives (issue 11): the delivery attempt is
  * {@code ApproximateReceiveCount} less the receives this consumer ended without a handler run
  * (handed back unstarted, skipped near expiry, released at close), plus the retries it ran in
@@ -155,7 +163,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     this.ledger = AttemptLedger.forQueue(config.queueUrl());
     this.keeper = new VisibilityKeeper(
         sqs, config.queueUrl(), config.visibilityTimeout(), config.heartbeatShare(), ledger);
-    this.deletes = new DeleteBatcher(sqs, config.queueUrl(), config.deleteBatchWindow(), keeper);
+    this.deletes = new DeleteBatcher(sqs, config.queueUrl(), config.deleteBatchWindow(), keeper,
+        config.maxBatchSize() > 1);
   }
 
   /**
@@ -309,7 +318,10 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       long tick = clamp(config.deleteBatchWindow().toMillis() / 4, 10, 250);
       clock.scheduleWithFixedDelay(guarded("delete flush", deletes::flushIfDue), tick, tick, TimeUnit.MILLISECONDS);
     }
-    Receiver loop = new Receiver(config, sqs, fifo, keeper, ledger, runner, deletes, pool, stopping);
+    Receiver.Dispatch dispatch = config.maxBatchSize() > 1
+        ? new BatchRunner(config, pipeline, runner, keeper, ledger, deletes, fifo, stopping)::runBatch
+        : runner::runBatch;
+    Receiver loop = new Receiver(config, sqs, fifo, keeper, ledger, dispatch, deletes, pool, stopping);
     receiver = loop;
     Thread thread = new Thread(loop, "idem-sqs-poll-" + queue);
     thread.setDaemon(false);

@@ -6,6 +6,7 @@ import io.idem.spi.ProcessedEventStore;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.BrokerAdapterCompatibilityKit;
 import io.idem.testkit.BrokerHarness;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -13,7 +14,10 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 
-/** The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack). */
+/**
+ * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack), in
+ * per-message mode and in batch mode ({@code maxBatchSize} 10).
+ */
 class SqsAdapterCompatibilityIT {
   private static HikariDataSource dataSource;
 
@@ -30,6 +34,10 @@ class SqsAdapterCompatibilityIT {
   abstract static class SqsKit extends BrokerAdapterCompatibilityKit {
     abstract boolean fifo();
 
+    int maxBatchSize() {
+      return 1;
+    }
+
     @Override
     protected DataSource dataSource() {
       return dataSource;
@@ -42,7 +50,7 @@ class SqsAdapterCompatibilityIT {
 
     @Override
     protected BrokerHarness harness(String name) {
-      return new SqsHarness(name, fifo());
+      return new SqsHarness(name, fifo(), Map.of(), b -> b.maxBatchSize(maxBatchSize()));
     }
   }
 
@@ -59,6 +67,32 @@ class SqsAdapterCompatibilityIT {
     @Override
     boolean fifo() {
       return true;
+    }
+  }
+
+  @Nested
+  class StandardQueueInBatchMode extends SqsKit {
+    @Override
+    boolean fifo() {
+      return false;
+    }
+
+    @Override
+    int maxBatchSize() {
+      return 10;
+    }
+  }
+
+  @Nested
+  class FifoQueueInBatchMode extends SqsKit {
+    @Override
+    boolean fifo() {
+      return true;
+    }
+
+    @Override
+    int maxBatchSize() {
+      return 10;
     }
   }
 }

@@ -21,6 +21,7 @@ class SqsConsumerConfigTest {
     assertThat(config.visibilityHeartbeat()).isTrue();
     assertThat(config.heartbeatShare()).isEqualTo(0.5);
     assertThat(config.concurrency()).isEqualTo(1);
+    assertThat(config.maxBatchSize()).isEqualTo(SqsConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
     assertThat(config.deleteBatchWindow()).isEqualTo(Duration.ofMillis(100));
     assertThat(config.deadLetterQueueUrl()).isNull();
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
@@ -39,6 +40,7 @@ class SqsConsumerConfigTest {
     rejects(b -> b.visibilityTimeout(Duration.ofHours(13)), "visibilityTimeout must be whole seconds between 1 s and 43200 s, but was PT13H");
     rejects(b -> b.heartbeatShare(1.0), "heartbeatShare must be in (0, 1), but was 1.0");
     rejects(b -> b.concurrency(0), "concurrency must be >= 1, but was 0");
+    rejects(b -> b.maxBatchSize(0), "maxBatchSize must be >= 1, but was 0");
     rejects(b -> b.deleteBatchWindow(Duration.ofSeconds(30)),
         "deleteBatchWindow must be >= 0 and shorter than visibilityTimeout (PT30S), but was PT30S");
     rejects(b -> b.deadLetterQueueUrl(URL), "deadLetterQueueUrl must differ from queueUrl, but was " + URL);

@@ -10,9 +10,11 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 
 /**
  * The victim of {@link SqsCrashIT}: a consumer in its own JVM with a {@link CrashInjector} that
- * halts it at {@code -Didem.crash.point}. Arguments: queue URL, dead-letter queue URL, consumer
- * group, delete batch window in ms. Database from {@code -Didem.test.jdbc.*}; SQS from
- * {@code IDEM_SQS_ENDPOINT}.
+ * halts it at {@code -Didem.crash.point} (none: it runs until the parent kills it). Arguments:
+ * queue URL, dead-letter queue URL, consumer group, delete batch window in ms, and optionally
+ * {@code maxBatchSize} (default 1). {@code -Didem.test.handler-delay-ms} makes each handler run
+ * take that long (simulated work, so that a kill lands mid-stream). Database from
+ * {@code -Didem.test.jdbc.*}; SQS from {@code IDEM_SQS_ENDPOINT}.
  */
 public final class SqsCrashChild {
   private SqsCrashChild() {}
@@ -23,14 +25,19 @@ public final class SqsCrashChild {
         System.getProperty("idem.test.jdbc.user"),
         System.getProperty("idem.test.jdbc.password", ""),
         System.getProperty("idem.test.jdbc.schema"));
+    long delay = Long.getLong("idem.test.handler-delay-ms", 0);
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
         .consumerGroup(args[2])
-        .handler((message, session) -> TestDatabase.record(session, SqsTestBase.key(message), message.payload()))
+        .handler((message, session) -> {
+          SqsTestBase.work(Duration.ofMillis(delay));
+          TestDatabase.record(session, SqsTestBase.key(message), message.payload());
+        })
         .listener(CrashInjector.fromSystemProperties())
         .build();
     SqsConsumerConfig config = SqsConsumerConfig.builder(args[0])
         .deadLetterQueueUrl(args[1])
         .deleteBatchWindow(Duration.ofMillis(Long.parseLong(args[3])))
+        .maxBatchSize(args.length > 4 ? Integer.parseInt(args[4]) : 1)
         .waitTime(Duration.ofSeconds(1))
         .visibilityTimeout(SqsCrashIT.VISIBILITY)
         .endpoint(URI.create(System.getenv("IDEM_SQS_ENDPOINT")))

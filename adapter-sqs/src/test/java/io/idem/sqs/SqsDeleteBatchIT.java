@@ -25,7 +25,7 @@ class SqsDeleteBatchIT extends SqsTestBase {
     }
     VisibilityKeeper keeper = new VisibilityKeeper(queue.client(), queue.queueUrl(), Duration.ofSeconds(30), 0.5,
         new AttemptLedger());
-    DeleteBatcher deletes = new DeleteBatcher(queue.client(), queue.queueUrl(), Duration.ofSeconds(10), keeper);
+    DeleteBatcher deletes = new DeleteBatcher(queue.client(), queue.queueUrl(), Duration.ofSeconds(10), keeper, false);
     for (Message message : received) {
       boolean refuse = "refused".equals(message.messageAttributes().get("idempotency-key").stringValue());
       // a receipt handle SQS does not know, as a stale handle would be after a redelivery

@@ -154,7 +154,13 @@ final class SqsDemoBroker implements DemoBroker {
 
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline) {
+    return consumer(queue, pipeline, 1);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
     SqsConsumerConfig config = SqsConsumerConfig.builder(url(queue))
+        .maxBatchSize(maxBatchSize)
         .deadLetterQueueUrl(url(queue + "-dlq"))
         .visibilityTimeout(VISIBILITY)
         .waitTime(Duration.ofSeconds(1))
