@@ -44,6 +44,9 @@ final class EnvelopeJson {
     JsonNode root;
     try {
       root = MAPPER.readTree(payload);
+    } catch (JsonProcessingException e) {
+      // the message without Jackson's location suffix, which names no useful source here
+      throw new BadJson("invalid JSON: " + firstLine(e.getOriginalMessage()));
     } catch (IOException e) {
       throw new BadJson("invalid JSON: " + firstLine(e.getMessage()));
     }
