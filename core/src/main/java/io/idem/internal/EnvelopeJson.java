@@ -46,7 +46,9 @@ final class EnvelopeJson {
       root = MAPPER.readTree(payload);
     } catch (JsonProcessingException e) {
       // the message without Jackson's location suffix, which names no useful source here
-      throw new BadJson("invalid JSON: " + firstLine(e.getOriginalMessage()));
+      String detail = firstLine(e.getOriginalMessage());
+      int location = detail.indexOf(" (start marker at [Source");
+      throw new BadJson("invalid JSON: " + (location < 0 ? detail : detail.substring(0, location)));
     } catch (IOException e) {
       throw new BadJson("invalid JSON: " + firstLine(e.getMessage()));
     }

@@ -141,6 +141,25 @@ class EnvelopePipelineTest {
   }
 
   @Test
+  void nestingIsBoundedByMaxDepth() {
+    String inner = ORDER;
+    for (int depth = 1; depth <= EnvelopeFormat.MAX_DEPTH; depth++) {
+      inner = new String(SampleEnvelopes.snsNotification(inner, Map.of("idempotency-key", "deep-" + depth), null, depth),
+          StandardCharsets.UTF_8);
+    }
+    var consumer = pipeline().build();
+    assertThat(consumer.process(delivery(inner.getBytes(StandardCharsets.UTF_8), "sqs-4"), new RecordingAcknowledgement()))
+        .isEqualTo(ProcessingOutcome.PROCESSED);
+    // the innermost attributes win: each envelope's headers extend the one around it
+    assertThat(keys).containsExactly("HEADER:deep-1");
+    assertThat(seen).containsExactly(ORDER);
+    RecordingAcknowledgement ack = new RecordingAcknowledgement();
+    byte[] tooDeep = SampleEnvelopes.snsNotification(inner, Map.of(), null, 9);
+    assertThat(consumer.process(delivery(tooDeep, "sqs-5"), ack)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(ack.reason.detail()).contains("more than " + EnvelopeFormat.MAX_DEPTH + " envelopes");
+  }
+
+  @Test
   void envelopesThatCannotBeOpenedAreDeadLetteredWithTheReason() {
     var consumer = pipeline().build();
     String noMessage = new String(SampleEnvelopes.snsNotification("x", Map.of("idempotency-key", "k"), null, 1),
