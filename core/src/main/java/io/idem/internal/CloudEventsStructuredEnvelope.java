@@ -21,6 +21,7 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
   private static final String BATCH = "application/cloudevents-batch";
   private static final String ANY_FORMAT = "application/cloudevents";
   private static final String NAME = "CloudEvents structured mode";
+  private static final byte[] SPECVERSION = EnvelopeJson.needle("\"specversion\"");
 
   private CloudEventsStructuredEnvelope() {}
 
@@ -64,7 +65,7 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
   /** No content type (SQS, or a producer that set none): a JSON object shaped as a CloudEvent. */
   private static Unwrapping byShape(InboundMessage message) {
     byte[] payload = message.payload();
-    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, "\"specversion\"")) {
+    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, SPECVERSION)) {
       return Unwrapping.notRecognized();
     }
     ObjectNode root;

@@ -83,9 +83,13 @@ final class EnvelopeJson {
     return false;
   }
 
-  /** Whether {@code payload} contains the UTF-8 bytes of {@code text}: a cheap filter before parsing. */
-  static boolean contains(byte[] payload, String text) {
-    byte[] needle = text.getBytes(StandardCharsets.UTF_8);
+  /** {@code text} as the UTF-8 bytes {@link #contains} looks for; computed once per format. */
+  static byte[] needle(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Whether {@code payload} contains {@code needle}: a cheap filter before parsing. */
+  static boolean contains(byte[] payload, byte[] needle) {
     outer:
     for (int i = 0; i + needle.length <= payload.length; i++) {
       for (int j = 0; j < needle.length; j++) {

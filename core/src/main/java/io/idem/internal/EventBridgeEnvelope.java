@@ -11,6 +11,7 @@ import io.idem.internal.EnvelopeJson.BadJson;
 public final class EventBridgeEnvelope implements EnvelopeFormat {
   public static final EventBridgeEnvelope INSTANCE = new EventBridgeEnvelope();
   private static final String NAME = "EventBridge event";
+  private static final byte[] DETAIL_TYPE = EnvelopeJson.needle("\"detail-type\"");
   private static final String[] METADATA = {"id", "detail-type", "source", "time", "account", "region"};
 
   private EventBridgeEnvelope() {}
@@ -18,7 +19,7 @@ public final class EventBridgeEnvelope implements EnvelopeFormat {
   @Override
   public Unwrapping unwrap(InboundMessage message) {
     byte[] payload = message.payload();
-    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, "\"detail-type\"")) {
+    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, DETAIL_TYPE)) {
       return Unwrapping.notRecognized();
     }
     ObjectNode root;

@@ -16,6 +16,8 @@ import java.util.Map;
 public final class SnsEnvelope implements EnvelopeFormat {
   public static final SnsEnvelope INSTANCE = new SnsEnvelope();
   private static final String NAME = "SNS notification";
+  private static final byte[] TOPIC_ARN = EnvelopeJson.needle("\"TopicArn\"");
+  private static final byte[] NOTIFICATION = EnvelopeJson.needle("\"Notification\"");
 
   private SnsEnvelope() {}
 
@@ -23,8 +25,8 @@ public final class SnsEnvelope implements EnvelopeFormat {
   public Unwrapping unwrap(InboundMessage message) {
     byte[] payload = message.payload();
     // most payloads are no SNS notification: two byte scans before any parsing
-    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, "\"TopicArn\"")
-        || !EnvelopeJson.contains(payload, "\"Notification\"")) {
+    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, TOPIC_ARN)
+        || !EnvelopeJson.contains(payload, NOTIFICATION)) {
       return Unwrapping.notRecognized();
     }
     ObjectNode root;
