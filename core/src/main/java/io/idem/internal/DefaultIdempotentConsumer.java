@@ -40,6 +40,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   private final ProcessedEventStore<C> store;
   private final String consumerGroup;
+  private final @Nullable EnvelopeFormat envelopes;
   private final IdempotencyKeyExtractor keyExtractor;
   private final RetryPolicy retryPolicy;
   private final IdempotencyListener listener;
@@ -62,6 +63,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Duration outageErrorAfter) {
     this.store = store;
     this.consumerGroup = consumerGroup;
+    this.envelopes = envelopes;
     this.keyExtractor = keyExtractor;
     this.retryPolicy = retryPolicy;
     this.listener = new Listeners(listeners);
@@ -243,6 +245,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   @Override
   public String toString() {
-    return "IdempotentConsumer[group=" + consumerGroup + ", keys=" + keyExtractor + ", " + retryPolicy + "]";
+    return "IdempotentConsumer[group=" + consumerGroup + ", envelopes=" + envelopes + ", keys=" + keyExtractor
+        + ", " + retryPolicy + "]";
   }
 }
