@@ -4,7 +4,10 @@ package io.idem;
 public enum DeadLetterCause {
   /** No extractor of the chain found a key, and no broker-id fallback was configured. */
   NO_KEY,
-  /** A key source was present but unusable: blank, too long, not UTF-8, malformed JSON. */
+  /**
+   * A key source was present but unusable: blank, too long, not UTF-8, malformed JSON; or the
+   * message claims an envelope ({@link EnvelopeFormat}) that cannot be opened.
+   */
   INVALID_KEY,
   /** The key was already processed with a different payload. */
   CONFLICT,

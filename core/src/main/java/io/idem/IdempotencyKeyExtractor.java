@@ -35,7 +35,11 @@ public interface IdempotencyKeyExtractor {
 
   /**
    * The default chain: header {@value #DEFAULT_HEADER}, then CloudEvents {@code source}+{@code id}.
-   * No broker-id fallback: a message with neither is dead-lettered.
+   * No broker-id fallback: a message with neither is dead-lettered. It reads the event inside
+   * an envelope the pipeline opened ({@link EnvelopeFormat}): an SNS notification's message
+   * attributes, a structured CloudEvent's attributes. Other producers' ids are one extractor
+   * away: Debezium's outbox event router {@code header("id")}, a webhook's top-level event id
+   * {@code jsonPointer("/id")} (docs/KEYS.md).
    */
   static IdempotencyKeyExtractor defaults() {
     return firstOf(header(DEFAULT_HEADER), cloudEvents());
@@ -57,7 +61,9 @@ public interface IdempotencyKeyExtractor {
    * CloudEvents spec makes that pair unique per event, and a URI-reference has no space, so the
    * value cannot be ambiguous. Rejected when {@code id} is present without {@code source}, and
    * when {@code source} holds whitespace or a control character (it is then no URI-reference,
-   * and {@code "urn:a b"+"1"} would make the same key as {@code "urn:a"+"b 1"}).
+   * and {@code "urn:a b"+"1"} would make the same key as {@code "urn:a"+"b 1"}). Structured mode
+   * reaches this extractor as these same {@code ce_} headers: the pipeline opens it first
+   * ({@link EnvelopeFormat#cloudEventsStructured()}).
    */
   static IdempotencyKeyExtractor cloudEvents() {
     return new CloudEventsKeyExtractor();

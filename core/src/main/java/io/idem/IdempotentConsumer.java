@@ -15,6 +15,9 @@ import org.jspecify.annotations.Nullable;
  * The idempotent processing pipeline for one consumer group, independent of any broker:
  *
  * <ol>
+ *   <li>open the envelope a broker or platform put around the event, if any ({@link
+ *       EnvelopeFormat}: SNS notifications, CloudEvents structured mode by default); from here
+ *       on the key, the payload fingerprint and the handler see the event inside;
  *   <li>extract the key ({@link IdempotencyKeyExtractor}); none → dead-letter with the reason;
  *   <li>open a store transaction and claim the key (insert the processed-events marker);
  *   <li>new key → run the {@link MessageHandler} (or {@link KeyedMessageHandler}) in that
@@ -175,6 +178,8 @@ public interface IdempotentConsumer<C> {
     private @Nullable KeyedMessageHandler<C> handler;
     private @Nullable BatchMessageHandler<C> batchHandler;
     private IdempotencyKeyExtractor keyExtractor = IdempotencyKeyExtractor.defaults();
+    private boolean standardEnvelopes = true;
+    private final List<EnvelopeFormat> envelopes = new ArrayList<>();
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
     private boolean detectPayloadConflicts = true;
@@ -238,6 +243,27 @@ public interface IdempotentConsumer<C> {
       return this;
     }
 
+    /**
+     * Default {@code true}: the {@link EnvelopeFormat#standard() standard envelopes} — SNS
+     * notifications, CloudEvents structured mode — are recognized and opened before key
+     * extraction, so that the key, the payload fingerprint and the handler see the producer's
+     * event (docs/KEYS.md). {@code false} hands every delivery over as it arrived, except for
+     * formats added with {@link #envelope(EnvelopeFormat)}.
+     */
+    public Builder<C> standardEnvelopes(boolean value) {
+      this.standardEnvelopes = value;
+      return this;
+    }
+
+    /**
+     * Adds an envelope format, tried after the standard ones and the formats added before:
+     * {@code .envelope(EnvelopeFormat.eventBridge())}, or a custom {@link EnvelopeFormat}.
+     */
+    public Builder<C> envelope(EnvelopeFormat value) {
+      this.envelopes.add(Objects.requireNonNull(value, "envelope"));
+      return this;
+    }
+
     /** Default {@link RetryPolicy#ofDefaults()}. */
     public Builder<C> retryPolicy(RetryPolicy value) {
       this.retryPolicy = Objects.requireNonNull(value, "retryPolicy");
@@ -295,11 +321,17 @@ public interface IdempotentConsumer<C> {
       if (outageErrorAfter.isZero() || outageErrorAfter.isNegative()) {
         throw new IllegalArgumentException("outageErrorAfter must be positive, but was " + outageErrorAfter);
       }
+      List<EnvelopeFormat> formats = new ArrayList<>();
+      if (standardEnvelopes) {
+        formats.add(EnvelopeFormat.standard());
+      }
+      formats.addAll(envelopes);
       return new DefaultIdempotentConsumer<>(
           store,
           consumerGroup,
           handler != null ? DefaultIdempotentConsumer.Handlers.of(handler)
               : DefaultIdempotentConsumer.Handlers.of(batchHandler),
+          formats.isEmpty() ? null : EnvelopeFormat.firstOf(formats.toArray(EnvelopeFormat[]::new)),
           keyExtractor,
           retryPolicy,
           oversizedKeys,

@@ -4,7 +4,7 @@ package io.idem;
 public enum KeySource {
   /** A producer-set header such as {@code idempotency-key}: the preferred source. */
   HEADER,
-  /** The CloudEvents {@code source} and {@code id} attributes (binary content mode headers). */
+  /** The CloudEvents {@code source} and {@code id} attributes (binary content mode headers, or structured mode once {@link EnvelopeFormat#cloudEventsStructured() unwrapped}). */
   CLOUDEVENTS,
   /** A field of a JSON payload, addressed by a JSON Pointer. */
   PAYLOAD,

@@ -15,12 +15,24 @@ import org.jspecify.annotations.Nullable;
 final class AmqpHeaders {
   private AmqpHeaders() {}
 
+  /** The name the AMQP {@code content-type} property appears under in the headers: {@value}. */
+  static final String CONTENT_TYPE = "content-type";
+
   static DecodedHeaders decode(@Nullable Map<String, Object> headers) {
-    if (headers == null || headers.isEmpty()) {
+    return decode(headers, null);
+  }
+
+  /**
+   * The headers table and, under {@value #CONTENT_TYPE}, the AMQP {@code content-type} property
+   * (it replaces a table entry of that name: the property is where AMQP and the CloudEvents AMQP
+   * binding carry the content type).
+   */
+  static DecodedHeaders decode(@Nullable Map<String, Object> headers, @Nullable String contentType) {
+    if ((headers == null || headers.isEmpty()) && contentType == null) {
       return DecodedHeaders.empty();
     }
     DecodedHeaders.Builder decoded = DecodedHeaders.builder();
-    headers.forEach((name, value) -> {
+    (headers == null ? Map.<String, Object>of() : headers).forEach((name, value) -> {
       if (value == null || value instanceof List<?> || value instanceof Map<?, ?>) {
         return; // void, arrays and tables (x-death, …) are structure, not text
       }
@@ -34,6 +46,9 @@ final class AmqpHeaders {
         decoded.text(name, value.toString()); // String, numbers, booleans
       }
     });
+    if (contentType != null) {
+      decoded.text(CONTENT_TYPE, contentType);
+    }
     return decoded.build();
   }
 }

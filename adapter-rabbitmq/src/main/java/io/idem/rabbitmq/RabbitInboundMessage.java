@@ -22,8 +22,10 @@ import org.jspecify.annotations.Nullable;
  *       every adapter does. Text ({@code longstr}) values are decoded as strict UTF-8 — undecodable ones are left out and named in
  *       {@link #undecodableHeaders()}, never replaced; numbers, booleans and timestamps (as ISO-8601
  *       instants) are written as text; arrays and tables (such as {@code x-death}) are left out.
- *       Other AMQP properties ({@code content-type}, {@code correlation-id}, …) are not headers:
- *       read them from {@link #properties()};
+ *       The {@code content-type} property appears as the header {@code content-type} (replacing a
+ *       table entry of that name), so that CloudEvents structured mode is recognized as on the
+ *       other brokers ({@link io.idem.EnvelopeFormat#cloudEventsStructured()}); other AMQP
+ *       properties ({@code correlation-id}, …) are not headers: read them from {@link #properties()};
  *   <li>{@link #brokerMessageId()}: the {@code message-id} property, never the delivery tag (a
  *       tag numbers deliveries on one channel and repeats on every channel);
  *   <li>{@link #deliveryAttempt()}: see there;
@@ -57,7 +59,7 @@ public final class RabbitInboundMessage implements InboundMessage {
     }
     this.deliveryAttempt = deliveryAttempt;
     this.receivedAt = Objects.requireNonNull(receivedAt, "receivedAt");
-    this.headers = AmqpHeaders.decode(properties.getHeaders());
+    this.headers = AmqpHeaders.decode(properties.getHeaders(), properties.getContentType());
   }
 
   @Override

@@ -49,6 +49,19 @@ class RabbitInboundMessageTest {
   }
 
   @Test
+  void theContentTypePropertyIsTheContentTypeHeader() {
+    AMQP.BasicProperties props = new AMQP.BasicProperties.Builder()
+        .headers(Map.of("content-type", "text/plain", "other", "x"))
+        .contentType("application/cloudevents+json").build();
+    RabbitInboundMessage message = new RabbitInboundMessage("orders", ENVELOPE, props,
+        "{}".getBytes(StandardCharsets.UTF_8), 1, Instant.EPOCH);
+    // the property, where AMQP and the CloudEvents AMQP binding put it, replaces a table entry
+    assertThat(message.headers()).containsEntry("content-type", "application/cloudevents+json")
+        .containsEntry("other", "x");
+    assertThat(message(Map.of(), "m-1").headers()).doesNotContainKey("content-type");
+  }
+
+  @Test
   void brokerIdIsTheMessageIdPropertyNeverTheDeliveryTag() {
     assertThat(message(Map.of(), "m-1").brokerMessageId()).isEqualTo("m-1");
     assertThat(message(Map.of(), null).brokerMessageId()).isNull();

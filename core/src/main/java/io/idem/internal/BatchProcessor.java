@@ -81,9 +81,10 @@ final class BatchProcessor<C> {
     List<Item> items = new ArrayList<>(messages.size());
     List<Item> keyed = new ArrayList<>(messages.size());
     for (int i = 0; i < messages.size(); i++) {
-      InboundMessage message = Objects.requireNonNull(messages.get(i), "message");
+      InboundMessage delivery = Objects.requireNonNull(messages.get(i), "message");
       Acknowledgement acknowledgement = Objects.requireNonNull(acknowledgements.get(i), "acknowledgement");
-      KeyOrReason key = keys.key(message);
+      KeyOrReason key = keys.key(delivery);
+      InboundMessage message = key.message(); // unwrapped from its envelopes, as in process
       IdempotencyKey found = key.key();
       Item item = new Item(message, acknowledgement, key,
           found == null ? null : Fingerprints.sha256(message.payload()));

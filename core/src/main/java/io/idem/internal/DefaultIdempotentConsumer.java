@@ -5,6 +5,7 @@ import io.idem.BatchOrder;
 import io.idem.BatchResult;
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
+import io.idem.EnvelopeFormat;
 import io.idem.IdempotencyKey;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.IdempotencyListener;
@@ -39,6 +40,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   private final ProcessedEventStore<C> store;
   private final String consumerGroup;
+  private final @Nullable EnvelopeFormat envelopes;
   private final IdempotencyKeyExtractor keyExtractor;
   private final RetryPolicy retryPolicy;
   private final IdempotencyListener listener;
@@ -52,6 +54,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       ProcessedEventStore<C> store,
       String consumerGroup,
       Handlers<C> handlers,
+      @Nullable EnvelopeFormat envelopes,
       IdempotencyKeyExtractor keyExtractor,
       RetryPolicy retryPolicy,
       OversizedKeyPolicy oversizedKeys,
@@ -60,11 +63,12 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Duration outageErrorAfter) {
     this.store = store;
     this.consumerGroup = consumerGroup;
+    this.envelopes = envelopes;
     this.keyExtractor = keyExtractor;
     this.retryPolicy = retryPolicy;
     this.listener = new Listeners(listeners);
     this.outages = new OutageTracker(LOG, outageErrorAfter, Clock.systemUTC());
-    this.keys = new Keys(consumerGroup, keyExtractor, oversizedKeys, listener);
+    this.keys = new Keys(consumerGroup, envelopes, keyExtractor, oversizedKeys, listener);
     this.work = new ClaimAndHandle<>(store, handlers, listener);
     this.settlement =
         new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages);
@@ -93,11 +97,13 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     long start = System.nanoTime();
     KeyOrReason keyed = keys.key(message);
     IdempotencyKey key = keyed.key();
+    // from here on the event inside the delivery's envelopes, if it had any (EnvelopeFormat)
+    InboundMessage event = keyed.message();
     if (key == null) {
-      return settlement.deadLetterKeyless(message, keyed, acknowledgement, start);
+      return settlement.deadLetterKeyless(event, keyed, acknowledgement, start);
     }
-    keys.announce(message, key);
-    return processKeyed(message, key, Fingerprints.sha256(message.payload()), acknowledgement, start);
+    keys.announce(event, key);
+    return processKeyed(event, key, Fingerprints.sha256(event.payload()), acknowledgement, start);
   }
 
   /** See {@link BatchProcessor}. */
@@ -240,6 +246,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   @Override
   public String toString() {
-    return "IdempotentConsumer[group=" + consumerGroup + ", keys=" + keyExtractor + ", " + retryPolicy + "]";
+    return "IdempotentConsumer[group=" + consumerGroup + ", envelopes=" + envelopes + ", keys=" + keyExtractor
+        + ", " + retryPolicy + "]";
   }
 }

@@ -1,6 +1,7 @@
 package io.idem.internal;
 
 import io.idem.DeadLetterCause;
+import io.idem.EnvelopeFormat;
 import io.idem.IdempotencyKey;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.IdempotencyListener;
@@ -9,6 +10,7 @@ import io.idem.InboundMessage;
 import io.idem.KeyExtraction;
 import io.idem.KeySource;
 import io.idem.OversizedKeyPolicy;
+import io.idem.Unwrapping;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -25,26 +27,42 @@ final class Keys {
 
   private final String consumerGroup;
   private final IdempotencyKeyExtractor extractor;
+  private final @Nullable EnvelopeFormat envelopes;
   private final OversizedKeyPolicy oversizedKeys;
   private final IdempotencyListener listener;
   private final AtomicLong brokerIdFallbacks = new AtomicLong();
 
-  Keys(String consumerGroup, IdempotencyKeyExtractor extractor, OversizedKeyPolicy oversizedKeys,
-      IdempotencyListener listener) {
+  Keys(String consumerGroup, @Nullable EnvelopeFormat envelopes, IdempotencyKeyExtractor extractor,
+      OversizedKeyPolicy oversizedKeys, IdempotencyListener listener) {
     this.consumerGroup = consumerGroup;
+    this.envelopes = envelopes;
     this.extractor = extractor;
     this.oversizedKeys = oversizedKeys;
     this.listener = listener;
   }
 
-  /** The message's key, or why it has none (NO_KEY / INVALID_KEY). */
-  KeyOrReason key(InboundMessage message) {
+  /**
+   * The event inside the delivery's envelopes (the delivery itself when it has none) and its key,
+   * or why it has none (NO_KEY / INVALID_KEY, an envelope that cannot be opened included). Key
+   * extraction, the fingerprint and the handler all see {@link KeyOrReason#message()}.
+   */
+  KeyOrReason key(InboundMessage delivery) {
+    InboundMessage message = delivery;
+    if (envelopes != null) {
+      Unwrapping unwrapping = ChainedEnvelopeFormat.open(envelopes, delivery);
+      if (unwrapping instanceof Unwrapping.Rejected rejected) {
+        return KeyOrReason.reason(delivery, DeadLetterCause.INVALID_KEY, rejected.reason());
+      }
+      if (unwrapping instanceof Unwrapping.Unwrapped unwrapped) {
+        message = unwrapped.message();
+      }
+    }
     KeyExtraction extraction = ChainedKeyExtractor.extractSafely(extractor, message);
     if (extraction instanceof KeyExtraction.Absent absent) {
-      return KeyOrReason.reason(DeadLetterCause.NO_KEY, absent.detail());
+      return KeyOrReason.reason(message, DeadLetterCause.NO_KEY, absent.detail());
     }
     if (extraction instanceof KeyExtraction.Rejected rejected) {
-      return KeyOrReason.reason(DeadLetterCause.INVALID_KEY, rejected.reason());
+      return KeyOrReason.reason(message, DeadLetterCause.INVALID_KEY, rejected.reason());
     }
     KeyExtraction.Found found = (KeyExtraction.Found) extraction;
     String value = found.value();
@@ -52,15 +70,15 @@ final class Keys {
       // the content rules (no NUL, no unpaired surrogate) hold for a key about to be hashed too
       String problem = IdempotencyKey.problemWithContent(value);
       if (problem != null) {
-        return KeyOrReason.reason(DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
+        return KeyOrReason.reason(message, DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
       }
       value = Fingerprints.hashedKey(value);
     }
     String problem = IdempotencyKey.problemWith(value);
     if (problem != null) {
-      return KeyOrReason.reason(DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
+      return KeyOrReason.reason(message, DeadLetterCause.INVALID_KEY, found.origin() + ": " + problem);
     }
-    return KeyOrReason.key(new IdempotencyKey(consumerGroup, value, found.source()));
+    return KeyOrReason.key(message, new IdempotencyKey(consumerGroup, value, found.source()));
   }
 
   /** The key is known: {@code onKey}, and the broker-id fallback noted. */
@@ -90,14 +108,18 @@ final class Keys {
     }
   }
 
-  /** A message's key, or (when {@code key} is {@code null}) the cause and reason it has none. */
-  record KeyOrReason(@Nullable IdempotencyKey key, DeadLetterCause cause, String reason) {
-    static KeyOrReason key(IdempotencyKey key) {
-      return new KeyOrReason(key, DeadLetterCause.NO_KEY, "");
+  /**
+   * A message (unwrapped from its envelopes) and its key, or (when {@code key} is {@code null})
+   * the cause and reason it has none.
+   */
+  record KeyOrReason(
+      InboundMessage message, @Nullable IdempotencyKey key, DeadLetterCause cause, String reason) {
+    static KeyOrReason key(InboundMessage message, IdempotencyKey key) {
+      return new KeyOrReason(message, key, DeadLetterCause.NO_KEY, "");
     }
 
-    static KeyOrReason reason(DeadLetterCause cause, String reason) {
-      return new KeyOrReason(null, cause, reason);
+    static KeyOrReason reason(InboundMessage message, DeadLetterCause cause, String reason) {
+      return new KeyOrReason(message, null, cause, reason);
     }
   }
 }

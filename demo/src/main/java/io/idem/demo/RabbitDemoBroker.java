@@ -26,6 +26,7 @@ import java.util.Map;
 
 /** The demo on RabbitMQ: a quorum queue with its dead-letter exchange and queue. */
 final class RabbitDemoBroker implements DemoBroker {
+  private static final String CONTENT_TYPE = "content-type";
   private static final int DELIVERY_LIMIT = 100;
   private String uri;
   private Connection admin;
@@ -94,9 +95,11 @@ final class RabbitDemoBroker implements DemoBroker {
         // valid UTF-8 travels as an AMQP long string, anything else as an AMQP byte array
         m.headers().forEach((name, value) -> headers.put(name, Utf8.isValid(value)
             ? new String(value, StandardCharsets.UTF_8) : value));
+        // a content type travels where AMQP (and the CloudEvents AMQP binding) carries it: the property
+        Object contentType = headers.remove(CONTENT_TYPE);
         AMQP.BasicProperties props = MessageProperties.PERSISTENT_BASIC.builder()
             .headers(headers)
-            .contentType("application/json")
+            .contentType(contentType instanceof String type ? type : "application/json")
             .build();
         channel.basicPublish("", queue, props, m.payload());
       }
