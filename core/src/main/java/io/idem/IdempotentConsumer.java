@@ -105,8 +105,13 @@ public interface IdempotentConsumer<C> {
    *   <li>anything else (a handler threw, the database rejected a handler's work, the COMMIT
    *       failed): the batch is redone message by message with {@link #process}'s rules, in
    *       order, so the messages before the failing one are applied once and the failing one
-   *       takes the normal retry or dead-letter path. A {@link BatchMessageHandler} is then called
-   *       with one message at a time.
+   *       takes the normal retry or dead-letter path. When the run of a per-message handler was
+   *       what failed (it threw, or its claim was found lost right after it), that run was the
+   *       failing message's attempt: it is settled as a handler failure (retry or dead letter,
+   *       counted) without running its handler again, so a message that always fails runs its
+   *       handler once per attempt. A failure no single run owns (the COMMIT, a {@link
+   *       BatchMessageHandler}) is redone whole, and a batch handler is then called with one
+   *       message at a time.
    * </ul>
    *
    * <p>With {@link BatchOrder#ORDERED} nothing behind the first message that is handed back

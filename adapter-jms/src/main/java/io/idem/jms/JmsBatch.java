@@ -167,7 +167,8 @@ final class JmsBatch {
   /**
    * Runs the messages one by one, as {@link IdempotentConsumer#processBatch} redoes a failed
    * batch, so that a message retried after a handler failure costs one handler run per attempt
-   * (another batch would run it once more in the batch and once in the redo).
+   * (with a batch handler, another batch would run it once more in the batch and once in the
+   * redo).
    *
    * @return how many were started: with {@link BatchOrder#ORDERED}, none behind a retry
    */

@@ -35,8 +35,8 @@ public final class SqsConsumerConfig {
    * per-message mode (207 against 77 events/s), 2 and 5 in between; with 4 workers the gain was
    * 1.6 times (176–199 against 112). So 10, the SQS maximum per receive, is the value to set for
    * throughput; the default stays 1 because batch mode changes what a handler and an operator see
-   * — a message of a failed batch meets the handler once more than its attempts (the rolled-back
-   * run), and {@code close()} lets a started batch finish — and switching that on under existing
+   * — with a batch handler a message of a failed batch meets the handler once more than its
+   * attempts (the rolled-back run), and {@code close()} lets a started batch finish — and switching that on under existing
    * applications is their call, not an upgrade's.
    */
   public static final int DEFAULT_MAX_BATCH_SIZE = 1;
