@@ -1,6 +1,7 @@
 package io.idem.store.jdbc;
 
 import io.idem.NonRetryableException;
+import io.idem.RetryPolicy;
 import io.idem.spi.OutboxMessage;
 import io.idem.spi.OutboxPublisher;
 import java.time.Duration;
@@ -32,10 +33,9 @@ import org.slf4j.LoggerFactory;
  *       with its connection, and the rows are published again — with the same idempotency key,
  *       so the next Idem consumer applies them once. A crash between the confirmation and the
  *       commit is the one way a row is published twice.
- *   <li>A failed publish is retried after an exponential backoff ({@code initialBackoff} doubled
- *       per attempt, capped at {@code maxBackoff}); after {@code maxAttempts} attempts, or at once
- *       when the publisher throws {@link NonRetryableException}, the row is parked with the
- *       reason ({@code last_error}).
+ *   <li>A failed publish is retried after the {@link RetryPolicy}'s exponential, capped backoff;
+ *       after its {@code maxAttempts} attempts, or at once when the publisher throws {@link
+ *       NonRetryableException}, the row is parked with the reason ({@code last_error}).
  *   <li>Rows with the same ordering key are published one at a time in enqueue order, across all
  *       relays: a row waits while an earlier one with its key is unsent (in flight, backing off,
  *       or parked).
@@ -51,12 +51,12 @@ public final class OutboxRelay implements AutoCloseable {
   public static final int DEFAULT_BATCH_SIZE = 100;
   /** Default wait between polls when the last batch was not full: 200 ms. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(200);
-  /** Default backoff after the first failed attempt: 1 s. */
-  public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
-  /** Default cap of the backoff: 5 min. */
-  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(5);
-  /** Default attempts before a row is parked: {@value}. */
-  public static final int DEFAULT_MAX_ATTEMPTS = 10;
+  /**
+   * Default {@link Builder#retryPolicy retry policy}: 10 attempts before a row is parked, 1 s
+   * after the first failure doubling up to 5 min, ±20 % jitter.
+   */
+  public static final RetryPolicy DEFAULT_RETRY_POLICY = RetryPolicy.builder().maxAttempts(10)
+      .initialBackoff(Duration.ofSeconds(1)).maxBackoff(Duration.ofMinutes(5)).build();
   /** Default interval at which the relay thread refreshes {@link #lastStats()}: 10 s. */
   public static final Duration DEFAULT_STATS_INTERVAL = Duration.ofSeconds(10);
   /** Default time {@link #close()} waits for the batch in flight: 30 s. */
@@ -71,9 +71,7 @@ public final class OutboxRelay implements AutoCloseable {
   private final Outbox outbox;
   private final int batchSize;
   private final Duration pollInterval;
-  private final Duration initialBackoff;
-  private final Duration maxBackoff;
-  private final int maxAttempts;
+  private final RetryPolicy retryPolicy;
   private final Duration statsInterval;
   private final Duration closeTimeout;
   private final String name;
@@ -92,9 +90,7 @@ public final class OutboxRelay implements AutoCloseable {
     this.outbox = Outbox.of(b.tableName);
     this.batchSize = b.batchSize;
     this.pollInterval = b.pollInterval;
-    this.initialBackoff = b.initialBackoff;
-    this.maxBackoff = b.maxBackoff;
-    this.maxAttempts = b.maxAttempts;
+    this.retryPolicy = b.retryPolicy;
     this.statsInterval = b.statsInterval;
     this.closeTimeout = b.closeTimeout;
     this.name = b.name;
@@ -157,9 +153,9 @@ public final class OutboxRelay implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       failures.incrementAndGet();
-      boolean park = e instanceof NonRetryableException || message.attempt() >= maxAttempts;
+      boolean park = !retryPolicy.isRetryable(e) || message.attempt() >= retryPolicy.maxAttempts();
       session.update(ns + ".markFailed", Map.of("id", message.id(), "error", errorText(e),
-          "backoffMillis", backoff(message.attempt()).toMillis(), "park", park));
+          "backoffMillis", retryPolicy.backoff(message.attempt()).toMillis(), "park", park));
       if (park) {
         LOG.warn("outbox row {} (key {}, destination {}) parked after {} attempt(s): {}",
             message.id(), message.idempotencyKey(), message.destination(), message.attempt(),
@@ -171,15 +167,6 @@ public final class OutboxRelay implements AutoCloseable {
     }
     session.update(ns + ".markSent", Map.of("id", message.id()));
     published.incrementAndGet();
-  }
-
-  /** The backoff after failed attempt {@code attempt} (1-based). */
-  Duration backoff(int attempt) {
-    Duration d = initialBackoff;
-    for (int i = 1; i < attempt && d.compareTo(maxBackoff) < 0; i++) {
-      d = d.multipliedBy(2);
-    }
-    return d.compareTo(maxBackoff) > 0 ? maxBackoff : d;
   }
 
   /**
@@ -305,9 +292,7 @@ public final class OutboxRelay implements AutoCloseable {
     private String tableName = Outbox.DEFAULT_TABLE;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private RetryPolicy retryPolicy = DEFAULT_RETRY_POLICY;
     private Duration statsInterval = DEFAULT_STATS_INTERVAL;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
     private String name = "idem-outbox-relay";
@@ -336,21 +321,14 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** Backoff after the first failure, default {@link OutboxRelay#DEFAULT_INITIAL_BACKOFF}; >= 0. */
-    public Builder initialBackoff(Duration value) {
-      this.initialBackoff = Objects.requireNonNull(value, "initialBackoff");
-      return this;
-    }
-
-    /** Cap of the backoff, default {@link OutboxRelay#DEFAULT_MAX_BACKOFF}; >= initialBackoff. */
-    public Builder maxBackoff(Duration value) {
-      this.maxBackoff = Objects.requireNonNull(value, "maxBackoff");
-      return this;
-    }
-
-    /** Attempts before a row is parked, default {@value OutboxRelay#DEFAULT_MAX_ATTEMPTS}; >= 1. */
-    public Builder maxAttempts(int value) {
-      this.maxAttempts = value;
+    /**
+     * When a failed row is published again and when it is parked, default {@link
+     * OutboxRelay#DEFAULT_RETRY_POLICY}: the next attempt after {@link RetryPolicy#backoff}, parked
+     * after {@link RetryPolicy#maxAttempts()} attempts or at once when {@link
+     * RetryPolicy#isRetryable} says no (a {@link NonRetryableException}, a declared type).
+     */
+    public Builder retryPolicy(RetryPolicy value) {
+      this.retryPolicy = Objects.requireNonNull(value, "retryPolicy");
       return this;
     }
 
@@ -388,18 +366,8 @@ public final class OutboxRelay implements AutoCloseable {
       if (batchSize < 1) {
         throw new IllegalArgumentException("batchSize must be >= 1, but was " + batchSize);
       }
-      if (maxAttempts < 1) {
-        throw new IllegalArgumentException("maxAttempts must be >= 1, but was " + maxAttempts);
-      }
       requirePositive("pollInterval", pollInterval);
       requirePositive("statsInterval", statsInterval);
-      if (initialBackoff.isNegative()) {
-        throw new IllegalArgumentException("initialBackoff must be >= 0, but was " + initialBackoff);
-      }
-      if (maxBackoff.compareTo(initialBackoff) < 0) {
-        throw new IllegalArgumentException("maxBackoff must be >= initialBackoff (" + initialBackoff
-            + "), but was " + maxBackoff);
-      }
       if (closeTimeout.isNegative()) {
         throw new IllegalArgumentException("closeTimeout must be >= 0, but was " + closeTimeout);
       }

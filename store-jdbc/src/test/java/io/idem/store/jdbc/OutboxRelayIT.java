@@ -103,9 +103,13 @@ class OutboxRelayIT {
   }
 
   private OutboxRelay.Builder relay(OutboxPublisher publisher) {
-    return OutboxRelay.builder(sessions, publisher).batchSize(10)
-        .initialBackoff(Duration.ofMillis(100)).maxBackoff(Duration.ofMillis(200))
-        .pollInterval(Duration.ofMillis(20));
+    return relay(publisher, 5, Duration.ofMillis(100));
+  }
+
+  private OutboxRelay.Builder relay(OutboxPublisher publisher, int maxAttempts, Duration backoff) {
+    return OutboxRelay.builder(sessions, publisher).batchSize(10).pollInterval(Duration.ofMillis(20))
+        .retryPolicy(RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(backoff)
+            .maxBackoff(backoff.multipliedBy(2)).jitter(0).build());
   }
 
   @Test
@@ -175,7 +179,7 @@ class OutboxRelayIT {
     RecordingPublisher publisher = new RecordingPublisher();
     long id = (Long) row("flaky").get("id");
     publisher.failuresLeft.put(id, 3);
-    OutboxRelay relay = relay(publisher).maxAttempts(3).build();
+    OutboxRelay relay = relay(publisher, 3, Duration.ofMillis(100)).build();
 
     assertThat(relay.relayOnce()).isEqualTo(1);
     Map<String, Object> afterFirst = row("flaky");
@@ -305,7 +309,7 @@ class OutboxRelayIT {
     long waiting = (Long) row("waiting").get("id");
     publisher.failuresLeft.put(waiting, 1);
     publisher.refused.add((Long) row("refused").get("id"));
-    OutboxRelay relay = relay(publisher).initialBackoff(Duration.ofMinutes(1)).maxBackoff(Duration.ofMinutes(1)).build();
+    OutboxRelay relay = relay(publisher, 5, Duration.ofMinutes(1)).build();
     relay.relayOnce();
     OutboxStats stats = relay.stats();
     assertThat(stats.backlog()).isEqualTo(1);

@@ -20,27 +20,13 @@ class OutboxRelayTest {
       new Configuration(new Environment("t", new JdbcTransactionFactory(), new UnpooledDataSource())));
 
   @Test
-  void theBackoffDoublesPerAttemptUpToItsCap() {
-    OutboxRelay relay = OutboxRelay.builder(SESSIONS, NOTHING)
-        .initialBackoff(Duration.ofSeconds(1)).maxBackoff(Duration.ofSeconds(10)).build();
-    assertThat(relay.backoff(1)).isEqualTo(Duration.ofSeconds(1));
-    assertThat(relay.backoff(2)).isEqualTo(Duration.ofSeconds(2));
-    assertThat(relay.backoff(4)).isEqualTo(Duration.ofSeconds(8));
-    assertThat(relay.backoff(5)).isEqualTo(Duration.ofSeconds(10));
-    assertThat(relay.backoff(1_000)).isEqualTo(Duration.ofSeconds(10));
-  }
-
-  @Test
   void settingsOutOfRangeAreRefusedNamingSettingAndValue() {
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).batchSize(0).build())
         .hasMessage("batchSize must be >= 1, but was 0");
-    assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).maxAttempts(0).build())
-        .hasMessage("maxAttempts must be >= 1, but was 0");
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).pollInterval(Duration.ZERO).build())
         .hasMessage("pollInterval must be > 0, but was PT0S");
-    assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING)
-            .initialBackoff(Duration.ofSeconds(2)).maxBackoff(Duration.ofSeconds(1)).build())
-        .hasMessage("maxBackoff must be >= initialBackoff (PT2S), but was PT1S");
+    assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).statsInterval(Duration.ofSeconds(-1)).build())
+        .hasMessage("statsInterval must be > 0, but was PT-1S");
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).tableName("x;drop").build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tableName");
   }
