@@ -135,23 +135,29 @@ public final class OutboxRelay implements AutoCloseable {
       String ns = outbox.namespace(session);
       List<Map<String, Object>> rows = session.selectList(ns + ".claim", Map.of("maxRows", batchSize));
       for (Map<String, Object> row : rows) {
-        if (stopping.getCount() == 0 && Thread.currentThread() == thread) {
-          break; // closing: the rows not yet published stay due, released at commit
+        if ((stopping.getCount() == 0 && Thread.currentThread() == thread)
+            || !publishOne(session, ns, message(row))) {
+          break; // closing or interrupted: the rows not yet published stay due, released at commit
         }
-        publishOne(session, ns, message(row));
       }
       session.commit();
       return rows.size();
     }
   }
 
-  private void publishOne(SqlSession session, String ns, OutboxMessage message) {
+  /**
+   * Publishes one row and records the outcome in the batch's transaction.
+   *
+   * @return {@code false} when the thread was interrupted (shutdown): the row is left as it was,
+   *     not counted as an attempt, and the batch ends
+   */
+  private boolean publishOne(SqlSession session, String ns, OutboxMessage message) {
     try {
       publisher.publish(message);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     } catch (Exception e) {
-      if (e instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
-      }
       failures.incrementAndGet();
       boolean park = !retryPolicy.isRetryable(e) || message.attempt() >= retryPolicy.maxAttempts();
       session.update(ns + ".markFailed", Map.of("id", message.id(), "error", errorText(e),
@@ -163,10 +169,11 @@ public final class OutboxRelay implements AutoCloseable {
       } else {
         LOG.debug("outbox row {} attempt {} failed", message.id(), message.attempt(), e);
       }
-      return;
+      return !Thread.currentThread().isInterrupted();
     }
     session.update(ns + ".markSent", Map.of("id", message.id()));
     published.incrementAndGet();
+    return !Thread.currentThread().isInterrupted();
   }
 
   /**
