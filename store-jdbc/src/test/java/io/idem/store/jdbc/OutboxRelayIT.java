@@ -253,6 +253,39 @@ class OutboxRelayIT {
   }
 
   /**
+   * close() while a publish is in flight: the relay stops claiming, the row in flight is published
+   * and marked sent, the rest of its batch stays due and unattempted, and the thread ends.
+   */
+  @Test
+  void closeFinishesTheRowInFlightAndLeavesTheRestOfTheBatchDue() throws Exception {
+    enqueue(entry("first", null), entry("second", null), entry("third", null));
+    CountDownLatch inFlight = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    List<String> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = relay(message -> {
+      inFlight.countDown();
+      if (!release.await(30, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("never released");
+      }
+      published.add(message.idempotencyKey());
+    }).name("closing-relay").build();
+    relay.start();
+    assertThat(inFlight.await(30, TimeUnit.SECONDS)).isTrue();
+    Thread closer = new Thread(relay::close, "closer");
+    closer.start();
+    await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+        .until(() -> closer.getState() == Thread.State.TIMED_WAITING); // close() joins the relay thread
+    release.countDown();
+    closer.join(30_000);
+    assertThat(closer.isAlive()).isFalse();
+    assertThat(published).containsExactly("first");
+    assertThat(row("first")).containsEntry("sent", true);
+    assertThat(row("second")).containsEntry("sent", false).containsEntry("attempts", 0);
+    assertThat(row("third")).containsEntry("sent", false).containsEntry("attempts", 0);
+    assertThat(relay.lastStats().failures()).isZero();
+  }
+
+  /**
    * Two relays race on 200 rows over 8 ordering keys plus unordered ones. Each relay's first
    * publish waits until the other's has started, so both hold a batch at once (the race is proven,
    * not hoped for); no row is ever in flight twice, no ordering key is ever in flight twice, each
