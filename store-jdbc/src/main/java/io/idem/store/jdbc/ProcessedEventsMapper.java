@@ -23,16 +23,26 @@ final class ProcessedEventsMapper {
    * already are: one namespace per table, registered once per Configuration.
    */
   static String register(Configuration configuration, TableName table) {
-    String namespace = "io.idem.store.jdbc.ProcessedEvents." + table.qualified();
+    return register(configuration, MAPPER_TEMPLATE, "io.idem.store.jdbc.ProcessedEvents.", table, "claim");
+  }
+
+  /**
+   * Registers the mapper {@code template} of this jar for {@code table} under the namespace
+   * {@code prefix + table} unless its statement {@code probe} already is (the outbox's statements
+   * use this too); returns the namespace.
+   */
+  static String register(
+      Configuration configuration, String template, String prefix, TableName table, String probe) {
+    String namespace = prefix + table.qualified();
     synchronized (configuration) {
-      if (configuration.hasStatement(namespace + ".claim", false)) {
+      if (configuration.hasStatement(namespace + "." + probe, false)) {
         return namespace;
       }
-      String xml = readResource(MAPPER_TEMPLATE)
+      String xml = readResource(template)
           .replace("__NAMESPACE__", namespace)
           .replace("__TABLE__", table.qualified());
       InputStream in = new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8));
-      new XMLMapperBuilder(in, configuration, MAPPER_TEMPLATE + "#" + table.qualified(),
+      new XMLMapperBuilder(in, configuration, template + "#" + table.qualified(),
               configuration.getSqlFragments())
           .parse();
     }

@@ -66,11 +66,19 @@ public final class ProcessedEventsSchema {
   }
 
   private static void run(Connection c, TableName table) throws SQLException {
+    runScript(c, script(table));
+  }
+
+  /**
+   * Runs the statements of {@code script} ({@code ;}-separated, {@code --} comment lines) in one
+   * transaction under the schema advisory lock (the outbox's script runs this way too).
+   */
+  static void runScript(Connection c, String script) throws SQLException {
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
     try (Statement s = c.createStatement()) {
       s.execute("SELECT pg_advisory_xact_lock(7358201946)"); // "idem schema", any fixed number
-      for (String sql : script(table).split(";")) {
+      for (String sql : script.split(";")) {
         String statement = stripComments(sql);
         if (!statement.isBlank()) {
           s.execute(statement);

@@ -1,0 +1,207 @@
+package io.idem.store.jdbc;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.idem.IdempotencyKey;
+import io.idem.StoreUnavailableException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+
+/**
+ * The transactional outbox's table: a handler records a side effect it must cause (a message to
+ * another broker or topic, a payment API call, an email) as a row written in its own transaction,
+ * beside the processed-events marker, and an {@link OutboxRelay} publishes it after the commit.
+ * The row commits exactly when the handler's work commits: rolled back with it, never sent for
+ * work that did not happen, never lost for work that did. See {@code docs/OUTBOX.md}.
+ *
+ * <pre>{@code
+ * Outbox outbox = Outbox.ofDefaults();
+ * IdempotentConsumer.builder(store).keyedHandler((key, message, session) -> {
+ *   session.getMapper(Payments.class).record(message.payload());
+ *   outbox.enqueue(session, key, "receipts", receiptOf(message), Map.of());
+ * })
+ * }</pre>
+ *
+ * <p>Immutable and thread-safe; its statements are registered in the session's MyBatis {@code
+ * Configuration} on first use.
+ */
+public final class Outbox {
+  /** The default table, {@value}. */
+  public static final String DEFAULT_TABLE = "idem_outbox";
+
+  /** The schema script on this jar's class path, {@value}. */
+  public static final String MIGRATION_RESOURCE = "db/migration/idem/V2__outbox.sql";
+
+  /** Longest destination, in characters (the {@code varchar(255)} column). */
+  public static final int MAX_DESTINATION_LENGTH = 255;
+
+  /** Longest ordering key, in characters (the {@code varchar(255)} column). */
+  public static final int MAX_ORDERING_KEY_LENGTH = 255;
+
+  static final String TEMPLATE = "io/idem/store/jdbc/OutboxMapper.xml";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final TableName table;
+
+  private Outbox(TableName table) {
+    this.table = table;
+  }
+
+  /** The outbox in {@value #DEFAULT_TABLE}. */
+  public static Outbox ofDefaults() {
+    return new Outbox(TableName.of(DEFAULT_TABLE));
+  }
+
+  /**
+   * The outbox in {@code tableName}.
+   *
+   * @param tableName {@code table} or {@code schema.table}
+   * @throws IllegalArgumentException when it is not a plain identifier
+   */
+  public static Outbox of(String tableName) {
+    return new Outbox(TableName.of(Objects.requireNonNull(tableName, "tableName")));
+  }
+
+  /** The table, lower-cased as PostgreSQL folds it. */
+  public String tableName() {
+    return table.qualified();
+  }
+
+  /**
+   * Writes an unordered row in {@code session}'s transaction (the handler's), keyed by {@code
+   * key.value()}.
+   *
+   * @return {@code true} when written; {@code false} when a row for this destination and key is
+   *     already there (enqueueing is idempotent)
+   * @throws IllegalArgumentException when an argument breaks a rule of {@link OutboxEntry}
+   * @throws org.apache.ibatis.exceptions.PersistenceException when the database refused the
+   *     insert (a missing table: create it with {@link #createTableIfMissing}); inside a handler
+   *     that is the handler's failure, and the whole transaction rolls back
+   */
+  public boolean enqueue(
+      SqlSession session, IdempotencyKey key, String destination, byte[] payload,
+      Map<String, String> headers) {
+    Objects.requireNonNull(key, "key");
+    return enqueue(session, new OutboxEntry(key.value(), destination, null, payload, headers));
+  }
+
+  /**
+   * Writes {@code entry} in {@code session}'s transaction.
+   *
+   * @return {@code true} when written; {@code false} when a row for its destination and key is
+   *     already there
+   * @throws org.apache.ibatis.exceptions.PersistenceException when the database refused it
+   */
+  public boolean enqueue(SqlSession session, OutboxEntry entry) {
+    Objects.requireNonNull(session, "session");
+    Objects.requireNonNull(entry, "entry");
+    Map<String, Object> params = new HashMap<>();
+    params.put("key", entry.idempotencyKey());
+    params.put("destination", entry.destination());
+    params.put("orderingKey", entry.orderingKey());
+    params.put("payload", entry.payload());
+    params.put("headers", toJson(entry.headers()));
+    return session.insert(namespace(session) + ".enqueue", params) == 1;
+  }
+
+  /**
+   * Gives a parked row back to the relay, its attempts counted from zero again, in {@code
+   * session}'s transaction (commit it yourself).
+   *
+   * @return whether a parked, unsent row {@code id} was there
+   */
+  public boolean unpark(SqlSession session, long id) {
+    return session.update(namespace(session) + ".unpark", Map.of("id", id)) == 1;
+  }
+
+  /**
+   * Deletes at most {@code maxRows} rows sent before {@code before}, in {@code session}'s
+   * transaction (commit it yourself; call again while it returns {@code maxRows}).
+   *
+   * @return the rows deleted
+   * @throws IllegalArgumentException when {@code maxRows < 1}
+   */
+  public int purgeSent(SqlSession session, Instant before, int maxRows) {
+    if (maxRows < 1) {
+      throw new IllegalArgumentException("maxRows must be >= 1, but was " + maxRows);
+    }
+    return session.delete(namespace(session) + ".purgeSent",
+        Map.of("before", OffsetDateTime.ofInstant(before, ZoneOffset.UTC), "maxRows", maxRows));
+  }
+
+  /**
+   * Creates the outbox table {@code tableName} and its indexes when missing ({@link
+   * #MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
+   * script).
+   *
+   * @throws IllegalArgumentException when the name is not a plain identifier
+   * @throws StoreUnavailableException when the database could not be reached or asked for a retry
+   * @throws IllegalStateException for any other failure (a missing schema or privilege)
+   */
+  public static void createTableIfMissing(DataSource dataSource, String tableName) {
+    TableName table = TableName.of(tableName);
+    try (Connection c = dataSource.getConnection()) {
+      ProcessedEventsSchema.runScript(c, script(table));
+    } catch (SQLException | RuntimeException e) {
+      throw StartupChecks.failure("could not create " + table.qualified(), e);
+    }
+  }
+
+  static void createTableIfMissing(SqlSessionFactory sessions, TableName table) {
+    try (SqlSession session = sessions.openSession(false)) {
+      ProcessedEventsSchema.runScript(session.getConnection(), script(table));
+    } catch (SQLException | RuntimeException e) {
+      throw StartupChecks.failure("could not create " + table.qualified(), e);
+    }
+  }
+
+  /**
+   * The script with the index names, then the table (a whole word only), made {@code table}'s: in
+   * the other order a table named {@code idem_outbox_2} would be renamed twice.
+   */
+  static String script(TableName table) {
+    String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE);
+    for (String index : new String[] {"_due_idx", "_ordering_idx"}) {
+      sql = sql.replace(DEFAULT_TABLE + index, table.unqualified() + index);
+    }
+    return Pattern.compile("\\b" + DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
+        .replaceAll(Matcher.quoteReplacement(table.qualified()));
+  }
+
+  TableName table() {
+    return table;
+  }
+
+  String namespace(SqlSession session) {
+    return ProcessedEventsMapper.register(
+        session.getConfiguration(), TEMPLATE, "io.idem.store.jdbc.Outbox.", table, "claim");
+  }
+
+  private static String toJson(Map<String, String> headers) {
+    try {
+      return JSON.writeValueAsString(headers);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("headers cannot be written as JSON: " + e.getMessage(), e);
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, String> headersFromJson(String json) {
+    try {
+      return JSON.readValue(json, Map.class);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("an outbox row's headers are not a JSON object: " + json, e);
+    }
+  }
+}
