@@ -2,15 +2,20 @@ package io.idem.sqs;
 
 import io.idem.IdempotentConsumer;
 import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
 import java.net.URI;
 import java.time.Duration;
 import org.apache.ibatis.session.SqlSession;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.sqs.SqsClient;
 
 /**
  * The victim of {@link SqsCrashIT}: a consumer in its own JVM with a {@link CrashInjector} that
- * halts it at {@code -Didem.crash.point}. Arguments: queue URL, dead-letter queue URL, consumer
+ * halts it at {@code -Didem.crash.point}, on an {@link InterceptedSqsClient} that places DURING_ACK
+ * inside DeleteMessage / DeleteMessageBatch and DEAD_LETTER_COPY_STORED inside the dead-letter
+ * SendMessage (run with {@code -Didem.crash.broker-calls=intercepted}). Arguments: queue URL, dead-letter queue URL, consumer
  * group, delete batch window in ms. Database from {@code -Didem.test.jdbc.*}; SQS from
  * {@code IDEM_SQS_ENDPOINT}.
  */
@@ -23,10 +28,11 @@ public final class SqsCrashChild {
         System.getProperty("idem.test.jdbc.user"),
         System.getProperty("idem.test.jdbc.password", ""),
         System.getProperty("idem.test.jdbc.schema"));
+    CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
         .consumerGroup(args[2])
         .handler((message, session) -> TestDatabase.record(session, SqsTestBase.key(message), message.payload()))
-        .listener(CrashInjector.fromSystemProperties())
+        .listener(crashes)
         .build();
     SqsConsumerConfig config = SqsConsumerConfig.builder(args[0])
         .deadLetterQueueUrl(args[1])
@@ -37,7 +43,23 @@ public final class SqsCrashChild {
         .region("us-east-1")
         .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem")))
         .build();
-    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline);
+    SqsClient real = SqsClient.builder()
+        .endpointOverride(URI.create(System.getenv("IDEM_SQS_ENDPOINT")))
+        .region(Region.US_EAST_1)
+        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem")))
+        .build();
+    // the crash points inside broker calls: the call was performed, the JVM halts before it
+    // returns to the adapter (the broker settled or stored, the adapter never learned it)
+    SqsClient sqs = InterceptedSqsClient.of(real, (method, arguments, forward) -> {
+      Object result = forward.call();
+      switch (method) {
+        case "deleteMessage", "deleteMessageBatch" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
+        case "sendMessage" -> crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
+        default -> { }
+      }
+      return result;
+    });
+    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline, sqs);
     consumer.start();
     System.out.println("CHILD-STARTED");
     Thread.sleep(Duration.ofMinutes(5).toMillis()); // the crash injector ends this JVM

@@ -543,12 +543,16 @@ public abstract class BrokerAdapterCompatibilityKit {
     void twoConsumersApplyEachKeyOnce() {
       int perRound = 50;
       Map<String, AtomicInteger> handledBy = new java.util.concurrent.ConcurrentHashMap<>();
+      List<BrokerConsumer> instances = new ArrayList<>();
       for (String instance : List.of("first", "second")) {
-        startConsumer((message, session) -> {
+        instances.add(startConsumer((message, session) -> {
           effects.record(session, keyOf(message), message.payload());
           handledBy.computeIfAbsent(instance, i -> new AtomicInteger()).incrementAndGet();
-        });
+        }));
       }
+      // both consume something (Kafka: each owns partitions once the group has rebalanced)
+      await("both instances consuming").atMost(timeout()).until(() ->
+          instances.stream().allMatch(c -> !c.health().consuming().isEmpty()));
       // rounds of keys, each published twice, until both instances have handled messages (a broker
       // may hand everything to the first instance until the second has joined): wait on that event
       int rounds = 0;

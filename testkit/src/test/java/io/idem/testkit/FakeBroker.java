@@ -171,6 +171,12 @@ final class FakeBroker implements BrokerHarness {
     public boolean isRunning() {
       return running;
     }
+
+    @Override
+    public io.idem.ConsumerHealth health() {
+      return new io.idem.ConsumerHealth(running, running, running ? List.of(name) : List.of(), null, 0,
+          new io.idem.StoreHealth(0, null, null));
+    }
   }
 
   @Override
