@@ -55,7 +55,8 @@ class JmsCrashIT {
 
     String crashedKey;
     try (ChildJvm child = ChildJvm.start("victim-" + point, JmsCrashVictim.class,
-        List.of("-Didem.crash.point=" + point, "-Didem.crash.after=3", "-Xmx256m"),
+        List.of("-Didem.crash.point=" + point, "-Didem.crash.after=3", "-Xmx256m",
+            "-Didem.crash.broker-calls=intercepted"),
         List.of(harness.artemis.url(), harness.queue, harness.deadLetterQueue,
             JmsTestDatabase.schema(), group, effects.run),
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
@@ -65,7 +66,10 @@ class JmsCrashIT {
       String line = child.lines().stream().filter(l -> l.startsWith("IDEM-CRASH ")).findFirst().orElseThrow();
       crashedKey = line.split(" ")[2];
     }
-    if (point == CrashPoint.AFTER_COMMIT) {
+    if (point == CrashPoint.DURING_ACK) {
+      // it landed inside the session's commit, once the broker had taken it
+      assertThat(crashedKey).isEqualTo("commit");
+    } else if (point == CrashPoint.AFTER_COMMIT) {
       assertThat(effects.count(crashedKey)).as("committed before the crash").isEqualTo(1);
     } else if (point == CrashPoint.AFTER_HANDLER) {
       assertThat(effects.count(crashedKey)).as("rolled back by the crash").isZero();

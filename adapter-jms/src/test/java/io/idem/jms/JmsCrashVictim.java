@@ -6,6 +6,12 @@ import io.idem.fixtures.PostgresFixture;
 import io.idem.jms.JmsTestDatabase.Effects;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
+import jakarta.jms.Connection;
+import jakarta.jms.JMSException;
+import jakarta.jms.Session;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.apache.ibatis.session.SqlSession;
@@ -32,14 +38,15 @@ public final class JmsCrashVictim {
         MyBatisProcessedEventStore.builder(JmsTestDatabase.sessions(dataSource))
             .createTableIfMissing(true).build();
     Effects effects = new Effects(dataSource, run);
+    CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup(group)
         .handler((message, session) -> effects.record(session, message.header("idempotency-key")))
         .retryPolicy(JmsTestDatabase.attempts(5))
-        .listener(CrashInjector.fromSystemProperties())
+        .listener(crashes)
         .build();
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
-        JmsConsumerConfig.builder(new ActiveMQConnectionFactory(url), queue, deadLetterQueue)
+        JmsConsumerConfig.builder(interceptingCommits(url, crashes), queue, deadLetterQueue)
             .receiveTimeout(Duration.ofMillis(200))
             .maxBatchSize(Integer.getInteger("idem.jms.maxBatchSize", 1))
             .build(),
@@ -50,5 +57,55 @@ public final class JmsCrashVictim {
     System.out.println("VICTIM-DID-NOT-CRASH");
     consumer.close();
     System.exit(3);
+  }
+
+  /**
+   * Artemis' factory (so the adapter still reads the broker's limits) whose sessions halt the JVM
+   * at {@link CrashPoint#DURING_ACK} once {@code Session.commit()} returned from the broker: the
+   * consumed message is settled, the adapter never learned it.
+   */
+  @SuppressWarnings("serial")
+  private static ActiveMQConnectionFactory interceptingCommits(String url, CrashInjector crashes) {
+    return new ActiveMQConnectionFactory(url) {
+      @Override
+      public Connection createConnection() throws JMSException {
+        return intercepted(super.createConnection(), crashes);
+      }
+
+      @Override
+      public Connection createConnection(String user, String password) throws JMSException {
+        return intercepted(super.createConnection(user, password), crashes);
+      }
+    };
+  }
+
+  private static Connection intercepted(Connection real, CrashInjector crashes) {
+    if (Proxy.isProxyClass(real.getClass())) {
+      return real; // createConnection() may go through createConnection(user, password)
+    }
+    return proxy(Connection.class, real, (method, result) -> method.equals("createSession")
+        ? proxy(Session.class, (Session) result, (m, r) -> {
+            if (m.equals("commit")) {
+              crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commit");
+            }
+            return r;
+          })
+        : result);
+  }
+
+  private interface After {
+    Object after(String method, Object result) throws Exception;
+  }
+
+  private static <T> T proxy(Class<T> type, T real, After after) {
+    return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (p, method, args) -> {
+      Object result;
+      try {
+        result = method.invoke(real, args);
+      } catch (InvocationTargetException e) {
+        throw e.getCause();
+      }
+      return after.after(method.getName(), result);
+    }));
   }
 }

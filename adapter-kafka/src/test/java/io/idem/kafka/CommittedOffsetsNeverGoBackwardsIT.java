@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
@@ -31,37 +32,37 @@ class CommittedOffsetsNeverGoBackwardsIT extends KafkaITSupport {
   void committedOffsetsOnlyMoveForward() throws Exception {
     Set<String> failedOnce = ConcurrentHashMap.newKeySet();
     List<Map<TopicPartition, Long>> samples = new CopyOnWriteArrayList<>();
+    List<RuntimeException> samplerFailures = new CopyOnWriteArrayList<>();
+    Map<String, AtomicInteger> handledBy = new ConcurrentHashMap<>();
     AtomicBoolean sampling = new AtomicBoolean(true);
     Thread sampler = new Thread(() -> {
-      // a flag, not an interrupt: an interrupt landing inside an admin call is easily swallowed
+      // back to back, as fast as the admin client answers; a flag, not an interrupt: an interrupt
+      // landing inside an admin call is easily swallowed. A failed sample fails the test.
       while (sampling.get()) {
         try {
           samples.add(committedOffsets());
-          Thread.sleep(10);
-        } catch (InterruptedException e) {
-          return;
         } catch (RuntimeException e) {
-          // a failed admin call is just a missed sample
+          samplerFailures.add(e);
+          return;
         }
       }
     }, "offset-sampler");
     sampler.start();
     try {
-      for (int i = 0; i < RECORDS; i++) {
+      int firstHalf = RECORDS / 3;
+      for (int i = 0; i < firstHalf; i++) {
         publish(i % 3, "k-" + i, "{\"n\":" + i + "}");
       }
-      io.idem.MessageHandler<org.apache.ibatis.session.SqlSession> flaky = (message, session) -> {
-        String key = keyOf(message);
-        TestEffects.record(session, key, message.payload());
-        if (key.hashCode() % 7 == 0 && failedOnce.add(key)) {
-          throw new IllegalStateException("first attempt of " + key + " fails");
-        }
-        Thread.sleep(2);
-      };
-      KafkaIdempotentConsumer first = start(flaky, b -> b.maxPollRecords(20));
-      await().atMost(TIMEOUT).until(() -> effects.total() >= RECORDS / 4);
-      KafkaIdempotentConsumer second = start(flaky, b -> b.maxPollRecords(20));
-      await().atMost(TIMEOUT).until(() -> effects.total() >= RECORDS * 3 / 4);
+      KafkaIdempotentConsumer first = start(flaky("first", failedOnce, handledBy), b -> b.maxPollRecords(20));
+      await().atMost(TIMEOUT).until(() -> effects.distinctKeys() == firstHalf);
+      KafkaIdempotentConsumer second = start(flaky("second", failedOnce, handledBy), b -> b.maxPollRecords(20));
+      // the rebalance took place: the second instance owns partitions (and the first no longer all)
+      await("second consumer assigned").atMost(TIMEOUT)
+          .until(() -> !second.health().consuming().isEmpty() && first.health().consuming().size() < 3);
+      for (int i = firstHalf; i < RECORDS; i++) {
+        publish(i % 3, "k-" + i, "{\"n\":" + i + "}");
+      }
+      await("the second consumer handled records").atMost(TIMEOUT).until(() -> handledBy.containsKey("second"));
       second.close();
       await("all effects").atMost(TIMEOUT).until(() -> effects.distinctKeys() == RECORDS);
       first.close();
@@ -73,6 +74,8 @@ class CommittedOffsetsNeverGoBackwardsIT extends KafkaITSupport {
       assertThat(sampler.isAlive()).as("offset sampler stopped").isFalse();
     }
 
+    assertThat(samplerFailures).as("offset samples that failed").isEmpty();
+    assertThat(handledBy).containsOnlyKeys("first", "second");
     assertThat(failedOnce).isNotEmpty();
     assertThat(outcomes.count(ProcessingOutcome.RETRY)).isEqualTo(failedOnce.size());
     assertThat(samples).hasSizeGreaterThan(20);
@@ -90,5 +93,18 @@ class CommittedOffsetsNeverGoBackwardsIT extends KafkaITSupport {
     assertThat(backwards).isEmpty();
     assertThat(effects.total()).isEqualTo(RECORDS);
     assertThat(effects.doubled()).isZero();
+  }
+
+  /** Records the effect, fails the first attempt of every seventh key; counts records per instance. */
+  private static io.idem.MessageHandler<org.apache.ibatis.session.SqlSession> flaky(
+      String instance, Set<String> failedOnce, Map<String, AtomicInteger> handledBy) {
+    return (message, session) -> {
+      String key = keyOf(message);
+      handledBy.computeIfAbsent(instance, i -> new AtomicInteger()).incrementAndGet();
+      TestEffects.record(session, key, message.payload());
+      if (key.hashCode() % 7 == 0 && failedOnce.add(key)) {
+        throw new IllegalStateException("first attempt of " + key + " fails");
+      }
+    };
   }
 }

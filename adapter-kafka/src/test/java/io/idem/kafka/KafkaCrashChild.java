@@ -6,6 +6,12 @@ import io.idem.IdempotentConsumer;
 import io.idem.RetryPolicy;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.TopicPartition;
 import java.time.Duration;
 import org.apache.ibatis.session.SqlSession;
 
@@ -34,11 +40,12 @@ public final class KafkaCrashChild {
     HikariDataSource dataSource = new HikariDataSource(pool);
     MyBatisProcessedEventStore store =
         MyBatisProcessedEventStore.builder(KafkaITSupport.sessions(dataSource)).build();
+    CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup(required("idem.test.group"))
         .handler(KafkaITSupport.recording())
         .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofMillis(100)).build())
-        .listener(CrashInjector.fromSystemProperties())
+        .listener(crashes)
         .build();
     KafkaConsumerConfig config = KafkaConsumerConfig
         .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
@@ -48,7 +55,22 @@ public final class KafkaCrashChild {
         .consumerProperty("session.timeout.ms", 6000)
         .consumerProperty("heartbeat.interval.ms", 500)
         .build();
-    KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline);
+    // DURING_ACK inside the offset commit: the broker committed the offsets, the JVM halts before
+    // commitSync returns to the adapter (run with -Didem.crash.broker-calls=intercepted)
+    KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline,
+        properties -> new KafkaConsumer<byte[], byte[]>(properties) {
+          @Override
+          public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+            super.commitSync(offsets);
+            crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+          }
+
+          @Override
+          public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
+            super.commitSync(offsets, timeout);
+            crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+          }
+        }, KafkaProducer::new);
     consumer.start();
     System.out.println("CHILD-STARTED");
     Thread.currentThread().join(); // until killed or halted

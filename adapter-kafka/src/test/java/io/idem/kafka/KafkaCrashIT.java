@@ -37,6 +37,11 @@ class KafkaCrashIT extends KafkaITSupport {
     crashAndRecover(CrashPoint.AFTER_COMMIT);
   }
 
+  @Test
+  void crashInsideTheOffsetCommitAfterTheBrokerTookIt() {
+    crashAndRecover(CrashPoint.DURING_ACK);
+  }
+
   private void crashAndRecover(CrashPoint point) {
     for (int i = 0; i < KEYS; i++) {
       publish(i % 3, "e-" + i, "{\"n\":" + i + "}");
@@ -53,8 +58,13 @@ class KafkaCrashIT extends KafkaITSupport {
           .findFirst().orElseThrow(() -> new AssertionError("no IDEM-CRASH line: " + victim.lines()));
       crashedKey = line.substring(("IDEM-CRASH " + point + " ").length()).trim();
     }
-    // the crash tore the two commits apart exactly where intended
-    assertThat(effects.count(crashedKey)).isEqualTo(point == CrashPoint.AFTER_COMMIT ? 1 : 0);
+    if (point == CrashPoint.DURING_ACK) {
+      // it landed inside the consumer's commitSync, once the broker had taken the offsets
+      assertThat(crashedKey).isEqualTo("commitSync");
+    } else {
+      // the crash tore the two commits apart exactly where intended
+      assertThat(effects.count(crashedKey)).isEqualTo(point == CrashPoint.AFTER_COMMIT ? 1 : 0);
+    }
     int appliedBeforeRestart = effects.total();
     assertThat(appliedBeforeRestart).isBetween(1, KEYS - 1);
     assertThat(lag()).isPositive();
@@ -85,7 +95,9 @@ class KafkaCrashIT extends KafkaITSupport {
         "-Didem.test.schema=" + dataSource.getSchema()));
     if (point != null) {
       jvmArgs.add("-Didem.crash.point=" + point.name());
-      jvmArgs.add("-Didem.crash.after=60");
+      // DURING_ACK passes once per offset commit, the others once per record
+      jvmArgs.add("-Didem.crash.after=" + (point == CrashPoint.DURING_ACK ? 1 : 60));
+      jvmArgs.add("-Didem.crash.broker-calls=intercepted");
     }
     return ChildJvm.start(name, KafkaCrashChild.class, jvmArgs, List.of(), Map.of(), System.out::println);
   }

@@ -95,7 +95,10 @@ class RabbitConsumerStopsWhenNoWorkerIsLeftIT {
     AFTER.forEach(key -> queue.publish(key, "{}"));
     await("every message ready for other consumers").atMost(TIMEOUT)
         .until(() -> queue.ready() == returned + AFTER.size());
-    Thread.sleep(3 * queue.config().recoveryInterval().toMillis()); // a reconnect would be due by now
+    // three recovery intervals (the configured reconnect period): a reconnect would have come in the first
+    Duration reconnectDue = queue.config().recoveryInterval().multipliedBy(3);
+    await("no reconnect").during(reconnectDue).atMost(reconnectDue.plus(TIMEOUT))
+        .until(() -> queue.consumers() == 0);
     assertThat(queue.consumers()).isZero();
     assertThat(RabbitFixture.shared().connectionPids(queue.config().connectionName())).isEmpty();
     assertThat(queue.ready()).isEqualTo(returned + AFTER.size());

@@ -34,17 +34,10 @@ class RabbitCrashAfterCommitIT {
     try (TestQueue queue = TestQueue.declare("crash", type);
         TestDatabase db = TestDatabase.fresh("rabbit_crash")) {
       String group = "crash-" + queue.name.substring(queue.name.length() - 8);
-      for (int i = 1; i <= MESSAGES; i++) {
-        queue.publish("crash-" + i, "{\"n\":" + i + "}");
-      }
+      publishAll(queue);
       Path stop = temp.resolve("stop");
       List<String> args = List.of(queue.name, type.name(), db.schema, group, stop.toString());
-      // the children use the very servers this JVM resolved
-      Map<String, String> env = Map.of(
-          "IDEM_RABBITMQ_URI", RabbitFixture.shared().uri(),
-          "IDEM_POSTGRES_URL", PostgresFixture.shared().jdbcUrl(),
-          "IDEM_POSTGRES_USER", PostgresFixture.shared().user(),
-          "IDEM_POSTGRES_PASSWORD", PostgresFixture.shared().password());
+      Map<String, String> env = childEnv();
 
       String crashedKey;
       try (ChildJvm victim = ChildJvm.start("victim", RabbitCrashChild.class,
@@ -79,5 +72,52 @@ class RabbitCrashAfterCommitIT {
       assertThat(queue.ready()).isZero();
       assertThat(queue.deadLetters()).isEmpty();
     }
+  }
+
+  @ParameterizedTest
+  @EnumSource(RabbitQueueType.class)
+  void haltInsideTheBasicAckLosesNothingAndAppliesEachOnce(RabbitQueueType type) throws Exception {
+    try (TestQueue queue = TestQueue.declare("crash-ack", type);
+        TestDatabase db = TestDatabase.fresh("rabbit_crash_ack")) {
+      String group = "crash-ack-" + queue.name.substring(queue.name.length() - 8);
+      publishAll(queue);
+      Path stop = temp.resolve("stop-ack");
+      List<String> args = List.of(queue.name, type.name(), db.schema, group, stop.toString());
+      Map<String, String> env = childEnv();
+      try (ChildJvm victim = ChildJvm.start("victim-ack", RabbitCrashChild.class,
+          List.of("-Xmx256m", "-Didem.crash.point=DURING_ACK", "-Didem.crash.after=1",
+              "-Didem.crash.broker-calls=intercepted"),
+          args, env, System.out::println)) {
+        assertThat(victim.waitFor(Duration.ofSeconds(60))).isEqualTo(CrashInjector.EXIT_STATUS);
+        // it landed inside the channel's basicAck (the client wrote it), not after the commit
+        assertThat(victim.lines()).contains("IDEM-CRASH DURING_ACK basicAck");
+      }
+      try (ChildJvm survivor = ChildJvm.start("survivor-ack", RabbitCrashChild.class,
+          List.of("-Xmx256m"), args, env, System.out::println)) {
+        await("all effects").atMost(Duration.ofSeconds(60)).until(() -> db.totalEffects() == MESSAGES);
+        Files.createFile(stop);
+        assertThat(survivor.waitFor(Duration.ofSeconds(60))).isZero();
+      }
+      for (int i = 1; i <= MESSAGES; i++) {
+        assertThat(db.effects("crash-" + i)).as("effects of crash-%d", i).isEqualTo(1);
+      }
+      assertThat(queue.ready()).isZero();
+      assertThat(queue.deadLetters()).isEmpty();
+    }
+  }
+
+  private static void publishAll(TestQueue queue) {
+    for (int i = 1; i <= MESSAGES; i++) {
+      queue.publish("crash-" + i, "{\"n\":" + i + "}");
+    }
+  }
+
+  /** The children use the very servers this JVM resolved. */
+  private static Map<String, String> childEnv() {
+    return Map.of(
+        "IDEM_RABBITMQ_URI", RabbitFixture.shared().uri(),
+        "IDEM_POSTGRES_URL", PostgresFixture.shared().jdbcUrl(),
+        "IDEM_POSTGRES_USER", PostgresFixture.shared().user(),
+        "IDEM_POSTGRES_PASSWORD", PostgresFixture.shared().password());
   }
 }

@@ -7,6 +7,7 @@ import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,10 +29,22 @@ public final class RabbitCrashChild {
     RabbitQueueType type = RabbitQueueType.valueOf(args[1]);
     Path stopFile = Path.of(args[4]);
     try (TestDatabase db = TestDatabase.open(args[2])) {
+      CrashInjector crashes = CrashInjector.fromSystemProperties();
+      // the crash points inside broker calls: the channel call returned (the broker took the ack;
+      // the dead-letter copy was confirmed), the JVM halts before the adapter goes on
+      RecordingConnectionFactory factory = new RecordingConnectionFactory();
+      factory.afterOperation = method -> {
+        switch (method) {
+          case "basicAck" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
+          case "waitForConfirmsOrDie", "waitForConfirms" ->
+              crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
+          default -> { }
+        }
+      };
       IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
           .consumerGroup(args[3])
           .handler(TestDatabase.recordingHandler())
-          .listener(CrashInjector.fromSystemProperties())
+          .listener(crashes)
           .listener(new IdempotencyListener() {
             @Override
             public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
@@ -49,7 +62,7 @@ public final class RabbitCrashChild {
       if (type == RabbitQueueType.QUORUM) {
         config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
       }
-      try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config.build(), pipeline)) {
+      try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config.build(), pipeline, factory)) {
         consumer.start();
         System.out.println("READY");
         while (!Files.exists(stopFile)) {

@@ -117,8 +117,11 @@ class RabbitInterruptedSettlementIsNotNackedIT {
 
       queue.publish("interrupt-1", "{}");
       await("interrupt-1 settled").atMost(TIMEOUT).until(settled);
-      // a basicNack of the settled tag would be due after the recovery interval, and close the channel
-      Thread.sleep(3 * queue.config().recoveryInterval().toMillis());
+      // a basicNack of the settled tag would be due after the recovery interval, and close the
+      // channel (the consumer would be gone): three intervals of the configured period, watched
+      Duration nackDue = queue.config().recoveryInterval().multipliedBy(3);
+      await("the channel stays open").during(nackDue).atMost(nackDue.plus(TIMEOUT))
+          .until(() -> queue.consumers() == 1);
 
       queue.publish("after-1", "{}");
       await("the worker takes the next message").atMost(TIMEOUT).until(() -> db.effects("after-1") == 1);

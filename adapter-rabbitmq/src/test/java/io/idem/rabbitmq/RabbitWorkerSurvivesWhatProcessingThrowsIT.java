@@ -83,8 +83,12 @@ class RabbitWorkerSurvivesWhatProcessingThrowsIT {
         consumer.start();
         queue.publish("acked-1", "{}");
         await().atMost(TIMEOUT).until(() -> outcomes.count("acked-1", ProcessingOutcome.PROCESSED) == 1);
-        // a basicNack of the acked tag would be due after the recovery interval, and close the channel
-        Thread.sleep(3 * queue.config().recoveryInterval().toMillis());
+        // a basicNack of the acked tag would be due after the recovery interval, and close the
+        // channel (the consumer would be gone): three intervals of the configured period, watched
+        Duration nackDue = queue.config().recoveryInterval().multipliedBy(3);
+        int consumersBefore = queue.consumers();
+        await("the channel stays open").during(nackDue).atMost(nackDue.plus(TIMEOUT))
+            .until(() -> consumersBefore > 0 && queue.consumers() == consumersBefore);
 
         queue.publish("after-2", "{}");
         await().atMost(TIMEOUT).until(() -> db.effects("after-2") == 1);

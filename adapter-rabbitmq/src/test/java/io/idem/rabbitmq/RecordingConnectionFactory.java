@@ -29,6 +29,8 @@ class RecordingConnectionFactory extends ConnectionFactory {
   final List<Connection> connections = new CopyOnWriteArrayList<>();
   private final AtomicReference<CountDownLatch> gate = new AtomicReference<>();
   final CountDownLatch gateReached = new CountDownLatch(1);
+  /** Called with the method name after each channel operation returned from the broker client. */
+  volatile java.util.function.Consumer<String> afterOperation = method -> {};
 
   RecordingConnectionFactory() throws Exception {
     setUri(RabbitFixture.shared().uri());
@@ -71,7 +73,9 @@ class RecordingConnectionFactory extends ConnectionFactory {
     return (Channel) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Channel.class},
         (p, method, args) -> {
           ops.add(new Op(connection, number, method.getName()));
-          return invoke(real, method, args);
+          Object result = invoke(real, method, args);
+          afterOperation.accept(method.getName());
+          return result;
         });
   }
 

@@ -3,48 +3,50 @@ package io.idem.sqs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.idem.DeadLetterCause;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashPoint;
+import io.idem.testkit.DeadLetteredMessage;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * kill -9 style crashes of a consumer in a child JVM, then a restart: every message is applied
  * exactly once. AFTER_COMMIT halts after the transaction committed and before the delete was even
- * queued; DURING_ACK halts while the synchronous DeleteMessage is on its way (delete batch window
- * zero); AFTER_HANDLER halts before the commit.
+ * queued; DURING_ACK halts inside the DeleteMessage call (batch window zero) or inside the
+ * DeleteMessageBatch of a later flush (window 100 ms), once SQS performed it and before the adapter
+ * learned it; AFTER_HANDLER halts before the commit; DEAD_LETTER_COPY_STORED halts once the
+ * dead-letter SendMessage was accepted, before the original is deleted.
  */
 class SqsCrashIT extends SqsTestBase {
   static final Duration VISIBILITY = Duration.ofSeconds(2);
   private static final int MESSAGES = 12;
 
   @ParameterizedTest(name = "{0}, delete batch window {1} ms")
-  @CsvSource({"AFTER_COMMIT, 100", "DURING_ACK, 0", "AFTER_HANDLER, 100"})
+  @CsvSource({"AFTER_COMMIT, 100", "DURING_ACK, 0", "DURING_ACK, 100", "AFTER_HANDLER, 100"})
   void crashThenRestartAppliesEveryMessageOnce(CrashPoint point, long windowMillis) {
     SqsHarness queue = queue(false);
     for (int i = 0; i < MESSAGES; i++) {
       publish(queue, "crash-" + i, "{\"n\":" + i + "}");
     }
-    PostgresFixture postgres = PostgresFixture.shared();
-    ChildJvm child = ChildJvm.start("sqs-crash-" + point, SqsCrashChild.class,
-        List.of("-Xmx256m",
-            "-Didem.crash.point=" + point, "-Didem.crash.after=4",
-            "-Didem.test.jdbc.url=" + postgres.jdbcUrl(), "-Didem.test.jdbc.user=" + postgres.user(),
-            "-Didem.test.jdbc.password=" + postgres.password(), "-Didem.test.jdbc.schema=" + db.schema),
-        List.of(queue.queueUrl(), queue.dlqUrl(), group, Long.toString(windowMillis)),
-        Map.of("IDEM_SQS_ENDPOINT", fixture.endpoint().toString()),
-        System.out::println);
+    ChildJvm child = crashChild(queue, point, point == CrashPoint.DURING_ACK ? 1 : 4, windowMillis);
     try (child) {
       assertThat(child.waitFor(Duration.ofSeconds(90))).isEqualTo(CrashInjector.EXIT_STATUS);
     }
     String crashLine = child.lines().stream().filter(l -> l.startsWith("IDEM-CRASH ")).findFirst().orElseThrow();
     String crashedKey = crashLine.split(" ")[2];
+    if (point == CrashPoint.DURING_ACK) {
+      // it landed inside the broker's delete, not after the commit on its way there
+      assertThat(crashedKey).isEqualTo(windowMillis == 0 ? "deleteMessage" : "deleteMessageBatch");
+    }
     int committedBeforeRestart = db.total();
 
     start(queue.config().visibilityTimeout(VISIBILITY).build(), pipeline(recording(), retries(3)));
@@ -63,5 +65,47 @@ class SqsCrashIT extends SqsTestBase {
     }
     // whatever the child committed came back as duplicates at most; nothing was applied twice
     assertThat(outcomes.count(ProcessingOutcome.PROCESSED)).isEqualTo(MESSAGES - committedBeforeRestart);
+  }
+
+  private ChildJvm crashChild(SqsHarness queue, CrashPoint point, int after, long windowMillis) {
+    PostgresFixture postgres = PostgresFixture.shared();
+    return ChildJvm.start("sqs-crash-" + point, SqsCrashChild.class,
+        List.of("-Xmx256m",
+            "-Didem.crash.point=" + point, "-Didem.crash.after=" + after,
+            "-Didem.crash.broker-calls=intercepted",
+            "-Didem.test.jdbc.url=" + postgres.jdbcUrl(), "-Didem.test.jdbc.user=" + postgres.user(),
+            "-Didem.test.jdbc.password=" + postgres.password(), "-Didem.test.jdbc.schema=" + db.schema),
+        List.of(queue.queueUrl(), queue.dlqUrl(), group, Long.toString(windowMillis)),
+        Map.of("IDEM_SQS_ENDPOINT", fixture.endpoint().toString()),
+        System.out::println);
+  }
+
+  @Test
+  void crashAfterTheDeadLetterCopyWasStoredLosesNothingAndEveryCopyCarriesItsReason() {
+    SqsHarness queue = queue(false);
+    publish(queue, "before-poison", "{}");
+    queue.publish(Map.of("x-poison", "p-1"), "{\"no\":\"key\"}".getBytes(StandardCharsets.UTF_8));
+    publish(queue, "after-poison", "{}");
+    ChildJvm child = crashChild(queue, CrashPoint.DEAD_LETTER_COPY_STORED, 0, 100);
+    try (child) {
+      assertThat(child.waitFor(Duration.ofSeconds(90))).isEqualTo(CrashInjector.EXIT_STATUS);
+    }
+    assertThat(child.lines()).as("halted inside the dead-letter SendMessage")
+        .contains("IDEM-CRASH DEAD_LETTER_COPY_STORED sendMessage");
+    // the copy was stored before the halt, and the original is still on its queue
+    assertThat(queue.deadLetters()).hasSize(1);
+
+    start(queue.config().visibilityTimeout(VISIBILITY).build(), pipeline(recording(), retries(3)));
+    await().atMost(TIMEOUT).until(() -> db.total() == 2 && queue.pendingCount() == 0);
+    assertThat(db.count("before-poison")).isEqualTo(1);
+    assertThat(db.count("after-poison")).isEqualTo(1);
+    // the redelivered original is dead-lettered again: a second copy, the same identifiers and a
+    // reason (deduplicating dead letters is what the store-recorded dead-letter decision is for)
+    List<DeadLetteredMessage> copies = queue.deadLetters();
+    assertThat(copies).hasSizeBetween(1, 2).allSatisfy(copy -> {
+      assertThat(copy.cause()).isEqualTo(DeadLetterCause.NO_KEY.name());
+      assertThat(copy.detail()).isNotBlank();
+      assertThat(copy.headers()).containsEntry("x-poison", "p-1");
+    });
   }
 }

@@ -111,9 +111,10 @@ class SqsDeadLetterIT extends SqsTestBase {
     await().atMost(redriveWait(queue)).until(() -> !target.deadLetters().isEmpty());
     List<DeadLetteredMessage> dead = target.deadLetters();
     assertThat(dead).hasSize(1);
-    // SQS moves the message unchanged: the original attributes, no reason (that is only logged)
+    // SQS moves the message unchanged, with its original attributes. That this copy carries no
+    // reason is a gap (issue 16: "dead-lettered with a reason"), not asserted as correct here; the
+    // reason the pipeline decided is checked below, where it is recorded (listener and log)
     assertThat(dead.get(0).headers()).containsEntry("idempotency-key", "poison-2");
-    assertThat(dead.get(0).cause()).isNull();
     assertThat(new String(dead.get(0).payload(), StandardCharsets.UTF_8)).isEqualTo("{\"poison\":true}");
     assertThat(calls.get()).isEqualTo(MAX_RECEIVE_COUNT);
     assertThat(outcomes.deadLetters()).extracting(DeadLetterReason::cause)

@@ -84,7 +84,24 @@ final class SqsHarness implements BrokerHarness {
 
   @Override
   public void publish(Map<String, String> headers, byte[] payload) {
-    publish(headers, payload, headers.getOrDefault(IdempotencyKeyExtractor.DEFAULT_HEADER, "default"));
+    publish(headers, payload, fifoGroup(headers.getOrDefault(IdempotencyKeyExtractor.DEFAULT_HEADER, "default")));
+  }
+
+  /**
+   * The key as FIFO message group; a key SQS does not take as a group (over 128 characters, or
+   * other than alphanumeric and punctuation) is grouped by its SHA-256 instead, so that the kit's
+   * invalid keys still reach the consumer.
+   */
+  private static String fifoGroup(String key) {
+    if (key.length() <= 128 && key.matches("[\\p{Alnum}\\p{Punct}]+")) {
+      return key;
+    }
+    try {
+      return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+          .digest(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /** Publishes with an explicit FIFO message group (ignored on a standard queue). */

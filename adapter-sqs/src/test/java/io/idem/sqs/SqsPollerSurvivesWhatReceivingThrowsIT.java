@@ -84,8 +84,11 @@ class SqsPollerSurvivesWhatReceivingThrowsIT extends SqsTestBase {
     await("consumer stopped").dontCatchUncaughtExceptions().atMost(Duration.ofSeconds(10))
         .until(() -> !consumer.isRunning());
     publish(queue, "unseen", "{}");
-    await().pollDelay(SqsHarness.WAIT_TIME.multipliedBy(2)).atMost(TIMEOUT).until(() -> true);
-    assertThat(db.count("unseen")).isZero();
+    // two long-poll waits (SqsHarness.WAIT_TIME, the configured waitTime): a poller still alive
+    // would have received "unseen" within the first; it must stay unapplied and on the queue
+    await("nothing consumes after the stop").during(SqsHarness.WAIT_TIME.multipliedBy(2))
+        .atMost(SqsHarness.WAIT_TIME.multipliedBy(2).plus(TIMEOUT))
+        .until(() -> db.count("unseen") == 0 && queue.visibleCount() == 1);
   }
 
   /** Stands in for an {@code OutOfMemoryError} thrown by the client. */

@@ -32,6 +32,8 @@ import org.jspecify.annotations.Nullable;
  * @param plannedCrashes consumer crashes planned
  * @param crashPoint where the consumer halted itself, or {@code null} for SIGKILLs from outside
  * @param seconds wall time from the first consumer start to the last message settled
+ * @param unplannedDeaths consumer processes that died neither killed by the run nor halted at the
+ *     planned crash point (a bug, an OOM, a crash at the wrong place): any fails the run
  */
 public record Ledger(
     String broker,
@@ -49,14 +51,24 @@ public record Ledger(
     int crashes,
     int plannedCrashes,
     @Nullable CrashPoint crashPoint,
-    double seconds) {
+    double seconds,
+    int unplannedDeaths) {
+
+  /** A ledger of a run in which no consumer died unplanned. */
+  public Ledger(String broker, long published, long uniqueOrders, long deliveries, long duplicatesSkipped,
+      long effects, long markers, long doubled, long missing, long deadLettered, long expectedDeadLetters,
+      long wrongDeadLetters, int crashes, int plannedCrashes, @Nullable CrashPoint crashPoint, double seconds) {
+    this(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled, missing,
+        deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds, 0);
+  }
 
   /**
    * No doubled, no missing effect, every keyless message dead-lettered and nothing else, and every
-   * planned crash happened.
+   * planned crash happened, and no consumer died unplanned.
    */
   public boolean ok() {
-    return doubled == 0 && missing == 0 && wrongDeadLetters == 0 && crashes == plannedCrashes;
+    return doubled == 0 && missing == 0 && wrongDeadLetters == 0 && crashes == plannedCrashes
+        && unplannedDeaths == 0;
   }
 
   /**
@@ -114,11 +126,13 @@ public record Ledger(
             + (crashes > 0 ? "; a delivery settled just before a SIGKILL goes unreported" : "") + ")"),
         row("consumer crashes", crashes + "/" + plannedCrashes, crashPoint == null
             ? "(SIGKILL at random points)" : "(halted at " + crashPoint + ")"),
+        row("unplanned deaths", (long) unplannedDeaths, "(consumer processes that died unplanned: the run stops"
+            + (unplannedDeaths > 0 ? "; FAILED" : "") + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
             String.format(Locale.ROOT, "(events published / %.1f s from the first consumer start to the last"
                 + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
         row("result", ok() ? "OK" : "FAILED", ok() ? "(every order applied exactly once)"
-            : "(doubled, missing, wrong dead letters or crashes that did not happen)"));
+            : "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths)"));
   }
 
   private static String extraCopies(long n) {

@@ -123,12 +123,11 @@ public final class LedgerRun {
             out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself %s at %,d/%,d orders applied; restarting",
                 tag, crashed, crashes, crashLine(child), applied, unique));
           } else {
+            // an unplanned death is a failure of the run, never restarted away
             unexpectedExits++;
-            out.accept(tag + "consumer exited unexpectedly (status " + status + "); last output: " + tail(child));
-            if (unexpectedExits > 5) {
-              out.accept(tag + "giving up after " + unexpectedExits + " unexpected exits");
-              break;
-            }
+            out.accept(tag + "consumer died unplanned (status " + status + "): the run FAILS; last output: "
+                + tail(child));
+            break;
           }
           child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
@@ -173,7 +172,7 @@ public final class LedgerRun {
       }
       Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique,
           seen.deliveries(), seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(),
-          deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds);
+          deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds, unexpectedExits);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         broker.deleteDestination(destination);

@@ -131,7 +131,7 @@ public final class MigrationRun {
       long published = phases.get(0).size() + 2L * phases.get(1).size() + phases.get(2).size();
       Ledger ledger = new Ledger(from.name() + "->" + to.name(), published, unique, seen.deliveries(),
           seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(), deadLetters.size(), 0,
-          wrong, children.crashed, crashes, null, seconds);
+          wrong, children.crashed, crashes, null, seconds, children.unexpectedExits);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         from.deleteDestination(oldDestination);
@@ -213,16 +213,12 @@ public final class MigrationRun {
           continue;
         }
         if (!current.isAlive()) {
-          unexpectedExits++;
+          unexpectedExits++; // an unplanned death fails the run: never restarted away
           List<String> lines = current.lines();
-          out.accept(tag + "consumer exited unexpectedly (status " + current.waitFor(Duration.ofSeconds(5))
-              + "); last output: " + String.join(" | ", lines.subList(Math.max(0, lines.size() - 10), lines.size())));
-          if (unexpectedExits > 5) {
-            out.accept(tag + "giving up after " + unexpectedExits + " unexpected exits");
-            return false;
-          }
-          restart();
-          continue;
+          out.accept(tag + "consumer died unplanned (status " + current.waitFor(Duration.ofSeconds(5))
+              + "): the run FAILS; last output: "
+              + String.join(" | ", lines.subList(Math.max(0, lines.size() - 10), lines.size())));
+          return false;
         }
         if (done.holds()) {
           return true;

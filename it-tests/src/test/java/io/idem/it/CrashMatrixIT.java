@@ -39,7 +39,12 @@ class CrashMatrixIT {
     List<Arguments> cases = new ArrayList<>();
     for (String broker : DemoBrokers.NAMES) {
       for (CrashPoint point : CrashPoint.values()) {
-        cases.add(Arguments.of(broker, point.name()));
+        // the main job's consumer does not wrap its broker clients yet, so a crash between the
+        // dead-letter copy and the removal of the original cannot be placed there (the adapters'
+        // own crash tests place it: SqsCrashIT); DURING_ACK falls back to the helper thread
+        if (point != CrashPoint.DEAD_LETTER_COPY_STORED) {
+          cases.add(Arguments.of(broker, point.name()));
+        }
       }
       cases.add(Arguments.of(broker, "RANDOM_SIGKILL"));
     }

@@ -16,12 +16,18 @@ import org.jspecify.annotations.Nullable;
  * <ul>
  *   <li>{@code idem.crash.point} — a {@link CrashPoint} name; absent = never crash;
  *   <li>{@code idem.crash.after} — how many times the point is passed before the crash (default
- *       0: the first time).
+ *       0: the first time);
+ *
+ *   <li>{@code idem.crash.broker-calls} — {@code intercepted} when the child JVM wraps its broker
+ *       client and calls {@link #atBrokerOperation} at the broker operations: then
+ *       {@link CrashPoint#DURING_ACK} and {@link CrashPoint#DEAD_LETTER_COPY_STORED} halt only
+ *       there, inside the broker call.
  * </ul>
  *
- * <p>{@link CrashPoint#DURING_ACK} halts from a helper thread shortly after the commit, while
- * the processing thread is inside the adapter's acknowledgement. Before halting it prints {@code IDEM-CRASH <point> <key>} to stdout, so the parent can tell
- * a planned crash from an accident. Thread-safe.
+ * <p>Without intercepted broker calls, {@link CrashPoint#DURING_ACK} halts from a helper thread
+ * shortly after the commit, while the processing thread goes on into the adapter's
+ * acknowledgement. Before halting it prints {@code IDEM-CRASH <point> <key or operation>} to
+ * stdout, so the parent can tell a planned crash from an accident. Thread-safe.
  */
 public final class CrashInjector implements IdempotencyListener {
   /** Exit status of a planned crash: {@value}. */
@@ -29,11 +35,33 @@ public final class CrashInjector implements IdempotencyListener {
 
   private final @Nullable CrashPoint point;
   private final long after;
+  private final boolean interceptedBrokerCalls;
   private final AtomicLong passes = new AtomicLong();
 
+  /** A crash at {@code point} after {@code after} passes; DURING_ACK from a helper thread. */
   public CrashInjector(@Nullable CrashPoint point, long after) {
+    this(point, after, false);
+  }
+
+  /**
+   * @param interceptedBrokerCalls whether the caller wraps its broker client and calls {@link
+   *     #atBrokerOperation}: then DURING_ACK and DEAD_LETTER_COPY_STORED halt only there
+   */
+  public CrashInjector(@Nullable CrashPoint point, long after, boolean interceptedBrokerCalls) {
     this.point = point;
     this.after = after;
+    this.interceptedBrokerCalls = interceptedBrokerCalls;
+  }
+
+  /**
+   * To be called by a wrapper of the broker client when the broker operation of {@code here}
+   * ({@link CrashPoint#DURING_ACK}: the settling call, e.g. SQS DeleteMessage; {@link
+   * CrashPoint#DEAD_LETTER_COPY_STORED}: the accepted dead-letter copy) has been performed and
+   * before it returns to the adapter: halts when {@code here} is the configured point and its pass
+   * count is reached. {@code operation} is printed in the {@code IDEM-CRASH} line.
+   */
+  public void atBrokerOperation(CrashPoint here, String operation) {
+    pass(here, operation);
   }
 
   /** From {@code idem.crash.point} / {@code idem.crash.after}. */
@@ -42,7 +70,8 @@ public final class CrashInjector implements IdempotencyListener {
     CrashPoint point = name == null || name.isBlank()
         ? null
         : CrashPoint.valueOf(name.trim().toUpperCase(Locale.ROOT));
-    return new CrashInjector(point, Long.getLong("idem.crash.after", 0L));
+    return new CrashInjector(point, Long.getLong("idem.crash.after", 0L),
+        "intercepted".equals(System.getProperty("idem.crash.broker-calls")));
   }
 
   private void pass(CrashPoint here, String key) {
@@ -70,7 +99,7 @@ public final class CrashInjector implements IdempotencyListener {
   @Override
   public void afterCommit(InboundMessage message, IdempotencyKey key, ProcessingOutcome pending) {
     pass(CrashPoint.AFTER_COMMIT, key.value());
-    if (point == CrashPoint.DURING_ACK && passes.getAndIncrement() == after) {
+    if (point == CrashPoint.DURING_ACK && !interceptedBrokerCalls && passes.getAndIncrement() == after) {
       long delayNanos = Long.getLong("idem.crash.ack-delay-micros", 300L) * 1000;
       Thread killer = new Thread(() -> {
         long until = System.nanoTime() + delayNanos;

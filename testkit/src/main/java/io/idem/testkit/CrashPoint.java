@@ -9,10 +9,21 @@ public enum CrashPoint {
   /** After the transaction committed, before the broker was told (acked). */
   AFTER_COMMIT,
   /**
-   * While the broker is being told: after the commit, a separate thread halts the JVM a moment
-   * later ({@code idem.crash.ack-delay-micros}, default 300 µs) while the processing thread goes
-   * on into the adapter's acknowledgement, so the halt lands during the ack request or just
-   * after it — without any hook inside the adapter.
+   * Inside the acknowledgement's broker call. Where the child JVM wraps its broker client and
+   * calls {@link CrashInjector#atBrokerOperation} when the broker operation that settles a message
+   * has been performed (SQS {@code DeleteMessage} / {@code DeleteMessageBatch}, including a batch
+   * flushed later), the halt lands there: the broker settled the message, the adapter never learned
+   * it. Without such a wrapper ({@code idem.crash.broker-calls} not {@code intercepted}), a separate
+   * thread halts the JVM a moment after the commit ({@code idem.crash.ack-delay-micros}, default
+   * 300 µs), which lands near the ack but not provably inside it (on Kafka {@code ack()} only
+   * records a decision, so it is really {@link #AFTER_COMMIT} there).
    */
-  DURING_ACK
+  DURING_ACK,
+  /**
+   * Inside dead-lettering, between the two broker operations: the dead-letter copy was stored
+   * (the broker accepted it), the original was not removed yet. Needs a child JVM that wraps its
+   * broker client and calls {@link CrashInjector#atBrokerOperation} once the copy is stored; not
+   * possible on JMS, where copy and removal are one transaction.
+   */
+  DEAD_LETTER_COPY_STORED
 }

@@ -1,6 +1,7 @@
 package io.idem.testkit;
 
 import io.idem.IdempotencyKey;
+import io.idem.StoreUnavailableException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
@@ -31,6 +32,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
   private final Map<Key, Marker> committed = new HashMap<>();
   private final Map<Key, InMemoryTransaction> pending = new HashMap<>();
   private final Clock clock;
+  private volatile boolean available = true;
 
   public InMemoryProcessedEventStore() {
     this(Clock.systemUTC());
@@ -43,10 +45,27 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
 
   private record Key(String group, String value) {}
 
+  /**
+   * Simulates a database outage (or its end), for tests of what a consumer does while the store is
+   * away: while unavailable, {@link #inTransaction}, {@link #purge} and {@link #isProcessed} throw
+   * {@link StoreUnavailableException} without running anything, as a store whose connection cannot
+   * be opened does. Transactions already running are not affected. Default: available.
+   */
+  public void setAvailable(boolean available) {
+    this.available = available;
+  }
+
+  private void checkAvailable() {
+    if (!available) {
+      throw new StoreUnavailableException("in-memory store set unavailable (simulated outage)", null);
+    }
+  }
+
   private record Marker(byte[] fingerprint, Instant processedAt) {}
 
   @Override
   public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
+    checkAvailable();
     InMemoryTransaction tx = new InMemoryTransaction();
     T result;
     try {
@@ -148,6 +167,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
     if (maxRows < 1) {
       throw new IllegalArgumentException("maxRows must be >= 1, but was " + maxRows);
     }
+    checkAvailable();
     lock.lock();
     try {
       List<Key> doomed = new ArrayList<>();
@@ -165,6 +185,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
 
   @Override
   public boolean isProcessed(IdempotencyKey key) {
+    checkAvailable();
     lock.lock();
     try {
       return committed.containsKey(new Key(key.consumerGroup(), key.value()));

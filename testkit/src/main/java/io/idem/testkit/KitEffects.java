@@ -11,20 +11,28 @@ import org.apache.ibatis.session.SqlSession;
 /**
  * The business table the adapter kit's handlers write to, through the handler's own
  * {@link SqlSession} so that the write joins the dedup transaction. It deliberately has no unique
- * constraint: a doubled effect must show up as two rows, not be hidden by the database.
+ * constraint: a doubled effect must show up as two rows, not be hidden by the database. Public so
+ * that adapters' own tests share it instead of copying an effects table: one instance per run id
+ * (rows of other runs are never counted). Thread-safe; each count opens its own connection.
  */
-final class KitEffects {
-  static final String TABLE = "idem_kit_effects";
+public final class KitEffects {
+  /** The table's name: {@value}. */
+  public static final String TABLE = "idem_kit_effects";
 
   private final DataSource dataSource;
   private final String run;
 
-  KitEffects(DataSource dataSource, String run) {
+  /**
+   * @param dataSource the PostgreSQL the handlers' sessions write to
+   * @param run this run's id; every row written and counted carries it
+   */
+  public KitEffects(DataSource dataSource, String run) {
     this.dataSource = dataSource;
     this.run = run;
   }
 
-  void createTable() throws SQLException {
+  /** Creates the table if it is missing (shared by every run). */
+  public void createTable() throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
       s.execute(
@@ -34,7 +42,7 @@ final class KitEffects {
   }
 
   /** Writes one effect row in the handler's transaction. */
-  void record(SqlSession session, String key, byte[] payload) throws SQLException {
+  public void record(SqlSession session, String key, byte[] payload) throws SQLException {
     try (PreparedStatement ps =
         session.getConnection().prepareStatement(
             "INSERT INTO " + TABLE + " (run_id, idem_key, payload) VALUES (?, ?, ?)")) {
@@ -46,17 +54,17 @@ final class KitEffects {
   }
 
   /** Committed effect rows for {@code key}, read on a separate connection. */
-  int count(String key) {
+  public int count(String key) {
     return query("SELECT count(*) FROM " + TABLE + " WHERE run_id = ? AND idem_key = ?", key);
   }
 
   /** Committed effect rows of this run. */
-  int total() {
+  public int total() {
     return query("SELECT count(*) FROM " + TABLE + " WHERE run_id = ? AND ? IS NOT NULL", "");
   }
 
   /** Keys with more than one effect row. */
-  int doubled() {
+  public int doubled() {
     return query(
         "SELECT count(*) FROM (SELECT idem_key FROM " + TABLE + " WHERE run_id = ? AND ? IS NOT NULL"
             + " GROUP BY idem_key HAVING count(*) > 1) d",

@@ -2,9 +2,12 @@ package io.idem.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.idem.IdempotencyKey;
 import io.idem.KeySource;
+import io.idem.StoreUnavailableException;
+import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.ProcessedEventStore;
 import java.nio.charset.StandardCharsets;
@@ -19,6 +22,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
@@ -31,13 +37,27 @@ import org.junit.jupiter.api.Test;
  * <pre>{@code
  * class MyBatisProcessedEventStoreIT extends ProcessedEventStoreCompatibilityKit<SqlSession> {
  *   protected ProcessedEventStore<SqlSession> store() { ... }
+ *   protected ProcessedEventStore<SqlSession> unreachableStore() { ... a closed port ... }
  *   protected void recordEffect(SqlSession tx, String key) { ... insert through tx ... }
  *   protected int effectCount(String key) { ... }
+ *   protected void failingStatement(SqlSession tx) { ... a statement the database rejects ... }
  * }
  * }</pre>
  *
+ * <p>What it proves, each with a test that fails for a plausible wrong store (the kit's own
+ * self-test, {@code StoreKitRejectsWrongStoresTest}, shows each one rejected): new / duplicate /
+ * conflict answers decided from what was stored, a duplicate leaving the transaction usable (a
+ * store that catches a unique violation fails it on PostgreSQL), keys of 512 characters stored
+ * whole (a truncating store fails), {@link ProcessedEventStore#claimAll}'s shape and atomicity,
+ * commit and rollback of marker and business write together, a racing claim that really waits for
+ * the transaction holding its key — measured from the racing call, while the holder is provably
+ * open — and then answers DUPLICATE, CONFLICT or (after a rollback) CLAIMED, {@link
+ * ProcessedEventStore#confirmClaim}, {@link StoreUnavailableException} for an unreachable database
+ * but the work's own failure rethrown unchanged, and purge in bounded batches.
+ *
  * <p>Tests isolate themselves with a random consumer group, so {@link #store()} may return the
- * same store every time.
+ * same store every time. Races are synchronized with latches; the only timed window is
+ * {@link #claimWaitWindow()}.
  *
  * @param <C> the store's transaction context
  */
@@ -224,30 +244,12 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
       assertThat(raceOnOneKey("theirs", false)).containsOnly(ClaimResult.CLAIMED);
     }
 
-    /** Another transaction claims key "held" and stays open 500 ms; meanwhile a, held, c are claimed. */
+    /** Another transaction holds key "held" (see {@link #race}); meanwhile a, held, c are claimed. */
     private List<ClaimResult> raceOnOneKey(String theirPayload, boolean theyCommit) throws Exception {
-      CountDownLatch held = new CountDownLatch(1);
-      Future<Object> first = threads.submit(() -> {
-        try {
-          return store().inTransaction(tx -> {
-            store().claim(tx, key("held"), fingerprint(theirPayload));
-            held.countDown();
-            Thread.sleep(500);
-            if (!theyCommit) {
-              throw new IllegalStateException("they fail");
-            }
-            return null;
-          });
-        } catch (IllegalStateException expected) {
-          return expected;
-        }
-      });
-      assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
-      List<ClaimResult> results = threads.submit(() -> claimAllCommitted(
-              List.of(key("a"), key("held"), key("c")), List.of("mine", "mine", "mine")))
-          .get(20, TimeUnit.SECONDS);
-      first.get(10, TimeUnit.SECONDS);
-      return results;
+      Race<List<ClaimResult>> race = race(key("held"), theirPayload, theyCommit, tx -> store().claimAll(
+          tx, List.of(key("a"), key("held"), key("c")), fingerprints(List.of("mine", "mine", "mine"))));
+      race.assertWaited();
+      return race.result();
     }
   }
 
@@ -302,51 +304,32 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
     @Test
     @DisplayName("regression: a racing claim waits for the open transaction, then is a duplicate")
     void racingClaimWaitsThenIsDuplicate() throws Exception {
-      CountDownLatch firstClaimed = new CountDownLatch(1);
-      Future<ClaimResult> first = threads.submit(() -> store().inTransaction(tx -> {
-        ClaimResult r = store().claim(tx, key("race"), fingerprint("p"));
-        recordEffect(tx, "race-" + group);
-        firstClaimed.countDown();
-        Thread.sleep(1000); // hold the transaction open, as a slow handler would
-        return r;
-      }));
-      assertThat(firstClaimed.await(10, TimeUnit.SECONDS)).isTrue();
-      long start = System.nanoTime();
-      Future<ClaimResult> second = threads.submit(() -> store().inTransaction(tx -> {
-        ClaimResult r = store().claim(tx, key("race"), fingerprint("p"));
-        if (r == ClaimResult.CLAIMED) {
-          recordEffect(tx, "race-" + group);
-        }
-        recordEffect(tx, "second-still-usable-" + group); // its transaction is not aborted
-        return r;
-      }));
-      assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo(ClaimResult.CLAIMED);
-      assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo(ClaimResult.DUPLICATE);
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThan(Duration.ofMillis(500));
-      assertThat(effectCount("race-" + group)).isEqualTo(1);
-      assertThat(effectCount("second-still-usable-" + group)).isEqualTo(1);
+      Race<ClaimResult> race = race(key("race"), "p", true, racer -> store().claim(racer, key("race"), fingerprint("p")));
+      race.assertWaited();
+      assertThat(race.result()).isEqualTo(ClaimResult.DUPLICATE);
+      assertThat(effectCount(race.holderEffect())).isEqualTo(1);
+      assertThat(effectCount(race.racerEffect())).as("the racer's transaction is still usable").isEqualTo(1);
     }
 
     @Test
-    @DisplayName("a racing claim gets the key when the first transaction rolls back")
+    @DisplayName("a racing claim with another payload waits for the open transaction, then is a conflict")
+    void racingClaimWaitsThenIsConflict() throws Exception {
+      Race<ClaimResult> race = race(key("race-c"), "p", true,
+          racer -> store().claim(racer, key("race-c"), fingerprint("other")));
+      race.assertWaited();
+      assertThat(race.result()).isEqualTo(ClaimResult.CONFLICT);
+      assertThat(effectCount(race.racerEffect())).as("the racer's transaction is still usable").isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a racing claim started while the first transaction is open gets the key when it rolls back")
     void racingClaimWinsAfterRollback() throws Exception {
-      CountDownLatch firstClaimed = new CountDownLatch(1);
-      Future<Object> first = threads.submit(() -> {
-        try {
-          return store().inTransaction(tx -> {
-            store().claim(tx, key("race-rb"), fingerprint("p"));
-            firstClaimed.countDown();
-            Thread.sleep(500);
-            throw new IllegalStateException("first fails");
-          });
-        } catch (IllegalStateException expected) {
-          return expected;
-        }
-      });
-      assertThat(firstClaimed.await(10, TimeUnit.SECONDS)).isTrue();
-      Future<ClaimResult> second = threads.submit(() -> claimCommitted(key("race-rb"), "p"));
-      assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(IllegalStateException.class);
-      assertThat(second.get(10, TimeUnit.SECONDS)).isEqualTo(ClaimResult.CLAIMED);
+      Race<ClaimResult> race = race(key("race-rb"), "p", false,
+          racer -> store().claim(racer, key("race-rb"), fingerprint("p")));
+      race.assertWaited();
+      assertThat(race.result()).isEqualTo(ClaimResult.CLAIMED);
+      assertThat(effectCount(race.holderEffect())).as("the rolled back write").isZero();
+      assertThat(store().isProcessed(key("race-rb"))).isTrue();
     }
 
     @Test
@@ -355,35 +338,297 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
       int workers = 8;
       int keys = 50;
       CountDownLatch go = new CountDownLatch(1);
-      List<Future<Integer>> results = new ArrayList<>();
+      List<Future<List<ClaimResult>>> results = new ArrayList<>();
       for (int w = 0; w < workers; w++) {
         results.add(threads.submit(() -> {
           go.await();
-          int claimed = 0;
+          List<ClaimResult> answers = new ArrayList<>();
           for (int i = 0; i < keys; i++) {
             String k = "many-" + i;
-            ClaimResult r = store().inTransaction(tx -> {
+            answers.add(store().inTransaction(tx -> {
               ClaimResult c = store().claim(tx, key(k), fingerprint("p"));
               if (c == ClaimResult.CLAIMED) {
                 recordEffect(tx, k + "-" + group);
               }
               return c;
-            });
-            assertThat(r).isNotEqualTo(ClaimResult.CONFLICT);
-            claimed += r == ClaimResult.CLAIMED ? 1 : 0;
+            }));
           }
-          return claimed;
+          return answers;
         }));
       }
       go.countDown();
-      int total = 0;
-      for (Future<Integer> f : results) {
-        total += f.get(60, TimeUnit.SECONDS);
+      List<ClaimResult> all = new ArrayList<>();
+      for (Future<List<ClaimResult>> f : results) {
+        all.addAll(f.get(60, TimeUnit.SECONDS));
       }
-      assertThat(total).isEqualTo(keys);
+      assertThat(all).doesNotContain(ClaimResult.CONFLICT);
+      assertThat(all).filteredOn(r -> r == ClaimResult.CLAIMED).hasSize(keys);
       for (int i = 0; i < keys; i++) {
         assertThat(effectCount("many-" + i + "-" + group)).isEqualTo(1);
       }
+    }
+  }
+
+  // ---- races ------------------------------------------------------------------------------------
+
+  /**
+   * How long a racing claim is kept waiting behind an open transaction that holds its key, before
+   * that transaction is allowed to end; default 500 ms. A claim that returns within this window,
+   * while the other transaction is provably still open, did not wait. Must stay below the store's
+   * own bound on that wait (store-jdbc: {@code claimLockTimeout}, 2 s by default), or the racer
+   * gets a {@link TransactionRetryException} instead of its answer.
+   */
+  protected Duration claimWaitWindow() {
+    return Duration.ofMillis(500);
+  }
+
+  /** How long the kit waits for a step of a race (a thread started, a claim returned); 30 s. */
+  protected Duration raceTimeout() {
+    return Duration.ofSeconds(30);
+  }
+
+  /** The racing side of {@link #race}: runs inside the racer's transaction. */
+  @FunctionalInterface
+  protected interface RacingClaim<C, T> {
+    T claim(C transaction) throws Exception;
+  }
+
+  /**
+   * What the racer of {@link #race} saw.
+   *
+   * @param result what the racing claim returned
+   * @param waited from the racing claim's call to its return
+   * @param returnedWhileHeld whether it returned while the holding transaction was still open
+   * @param returnedInWindow whether it returned within {@link #claimWaitWindow()}
+   * @param holderEffect the effect key written by the holder
+   * @param racerEffect the effect key the racer writes after its claim (its transaction usable)
+   */
+  protected record Race<T>(
+      T result,
+      Duration waited,
+      boolean returnedWhileHeld,
+      boolean returnedInWindow,
+      String holderEffect,
+      String racerEffect,
+      Duration window) {
+
+    /** Asserts that the racing claim waited for the holding transaction to end. */
+    public void assertWaited() {
+      assertThat(returnedInWindow)
+          .as("the racing claim returned within %s while the other transaction was open", window)
+          .isFalse();
+      assertThat(returnedWhileHeld)
+          .as("the racing claim returned while the other transaction still held the key")
+          .isFalse();
+      assertThat(waited)
+          .as("time from the racing claim's call to its answer")
+          .isGreaterThanOrEqualTo(window);
+    }
+  }
+
+  /**
+   * Opens a transaction that claims {@code held} (with {@code holderPayload}) and writes an effect,
+   * then keeps it open; once it provably holds the key, starts {@code racer} in a second
+   * transaction, lets it run {@link #claimWaitWindow()} from the moment it called the store, and
+   * only then lets the first transaction commit ({@code holderCommits}) or roll back. The racer
+   * writes an effect after its claim, so that its transaction is shown usable.
+   */
+  protected final <T> Race<T> race(
+      IdempotencyKey held, String holderPayload, boolean holderCommits, RacingClaim<C, T> racer)
+      throws Exception {
+    String holderEffect = "holder-" + held.value() + "-" + group;
+    String racerEffect = "racer-" + held.value() + "-" + group;
+    CountDownLatch claimed = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicBoolean holding = new AtomicBoolean(true);
+    IllegalStateException rollback = new IllegalStateException("the holding transaction rolls back");
+    Future<Object> holder = threads.submit(() -> {
+      try {
+        return store().inTransaction(tx -> {
+          store().claim(tx, held, fingerprint(holderPayload));
+          recordEffect(tx, holderEffect);
+          claimed.countDown();
+          if (!release.await(raceTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("never released");
+          }
+          holding.set(false); // from here on the transaction ends: commit or rollback
+          if (!holderCommits) {
+            throw rollback;
+          }
+          return "committed";
+        });
+      } catch (IllegalStateException e) {
+        if (e != rollback) {
+          throw e;
+        }
+        return "rolled back";
+      }
+    });
+    try {
+      assertThat(claimed.await(raceTimeout().toMillis(), TimeUnit.MILLISECONDS))
+          .as("the first transaction claimed the key").isTrue();
+      CountDownLatch calling = new CountDownLatch(1);
+      CountDownLatch returned = new CountDownLatch(1);
+      AtomicLong calledAt = new AtomicLong();
+      AtomicLong returnedAt = new AtomicLong();
+      AtomicBoolean heldAtReturn = new AtomicBoolean();
+      Future<T> second = threads.submit(() -> store().inTransaction(tx -> {
+        calledAt.set(System.nanoTime());
+        calling.countDown();
+        T r = racer.claim(tx);
+        heldAtReturn.set(holding.get());
+        returnedAt.set(System.nanoTime());
+        returned.countDown();
+        recordEffect(tx, racerEffect);
+        return r;
+      }));
+      assertThat(calling.await(raceTimeout().toMillis(), TimeUnit.MILLISECONDS))
+          .as("the racing transaction started").isTrue();
+      // the first transaction is open (it waits for `release`) and the racer has called the store:
+      // a claim that answers within the window did not wait for it
+      boolean inWindow = returned.await(claimWaitWindow().toMillis(), TimeUnit.MILLISECONDS);
+      release.countDown();
+      assertThat(holder.get(raceTimeout().toMillis(), TimeUnit.MILLISECONDS))
+          .isEqualTo(holderCommits ? "committed" : "rolled back");
+      T result = second.get(raceTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      return new Race<>(result, Duration.ofNanos(returnedAt.get() - calledAt.get()), heldAtReturn.get(),
+          inWindow, holderEffect, racerEffect, claimWaitWindow());
+    } finally {
+      release.countDown();
+    }
+  }
+
+  // ---- keys, confirmClaim, failures -----------------------------------------------------------
+
+  @Nested
+  @DisplayName("keys")
+  class Keys {
+
+    @Test
+    @DisplayName("a key of the maximum length is stored whole: keys differing in the last character are distinct")
+    void longestKeyIsStoredWhole() throws Exception {
+      String stem = "k".repeat(IdempotencyKey.MAX_LENGTH - 1);
+      assertThat(claimCommitted(key(stem + "a"), "p")).isEqualTo(ClaimResult.CLAIMED);
+      assertThat(claimCommitted(key(stem + "b"), "p")).as("differs in character 512").isEqualTo(ClaimResult.CLAIMED);
+      assertThat(claimCommitted(key(stem), "p")).as("its 511-character prefix").isEqualTo(ClaimResult.CLAIMED);
+      assertThat(claimCommitted(key(stem + "a"), "p")).isEqualTo(ClaimResult.DUPLICATE);
+      assertThat(store().isProcessed(key(stem + "a"))).isTrue();
+      assertThat(store().isProcessed(key(stem + "c"))).isFalse();
+    }
+
+    @Test
+    @DisplayName("a key of 512 three-byte characters (1536 UTF-8 bytes) is stored whole")
+    void longestMultiByteKeyIsStoredWhole() throws Exception {
+      String stem = "日".repeat(IdempotencyKey.MAX_LENGTH - 1);
+      assertThat(claimCommitted(key(stem + "本"), "p")).isEqualTo(ClaimResult.CLAIMED);
+      assertThat(claimCommitted(key(stem + "語"), "p")).isEqualTo(ClaimResult.CLAIMED);
+      assertThat(claimCommitted(key(stem + "本"), "p")).isEqualTo(ClaimResult.DUPLICATE);
+    }
+  }
+
+  /**
+   * A store of the same implementation as {@link #store()}, configured for a database that cannot
+   * be reached (for a JDBC store: a closed port, a short connect timeout), with its table checks
+   * off. Every call on it must throw {@link StoreUnavailableException}.
+   */
+  protected abstract ProcessedEventStore<C> unreachableStore() throws Exception;
+
+  /**
+   * Runs, in {@code transaction}, a business statement the database rejects (for a SQL store: a
+   * unique violation, a missing table, a trigger's {@code RAISE}), and lets its exception out
+   * unchanged. It is the work's own failure, not an outage: the kit checks that the store rethrows
+   * it as it is, and that a store whose database aborts the transaction on such a failure (as
+   * PostgreSQL does) never commits the claim without its effects when the work swallows it.
+   */
+  protected abstract void failingStatement(C transaction) throws Exception;
+
+  @Nested
+  @DisplayName("confirmClaim")
+  class ConfirmClaim {
+
+    @Test
+    @DisplayName("a held claim is confirmed, and the commit keeps marker and write")
+    void heldClaimIsConfirmed() throws Exception {
+      String k = "confirm-" + group;
+      store().inTransaction(tx -> {
+        assertThat(store().claim(tx, key(k), fingerprint("p"))).isEqualTo(ClaimResult.CLAIMED);
+        recordEffect(tx, k);
+        store().confirmClaim(tx, key(k));
+        return null;
+      });
+      assertThat(store().isProcessed(key(k))).isTrue();
+      assertThat(effectCount(k)).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a swallowed statement failure never yields a committed claim without its write")
+    void swallowedFailureNeverCommitsTheClaimAlone() throws Exception {
+      String k = "swallowed-" + group;
+      AtomicBoolean swallowed = new AtomicBoolean();
+      Throwable thrown = catchThrowable(() -> store().inTransaction(tx -> {
+        store().claim(tx, key(k), fingerprint("p"));
+        recordEffect(tx, k);
+        try {
+          failingStatement(tx);
+        } catch (Exception e) {
+          swallowed.set(true); // a handler that catches and goes on, as handlers do
+        }
+        store().confirmClaim(tx, key(k));
+        return null;
+      }));
+      assertThat(swallowed).as("the statement failed").isTrue();
+      if (thrown == null) {
+        // the store reported a commit: then it really committed the claim with the write
+        assertThat(store().isProcessed(key(k))).as("marker of a reported commit").isTrue();
+        assertThat(effectCount(k)).as("write of a reported commit").isEqualTo(1);
+      } else {
+        assertThat(thrown).as("a failure of the work, not an outage")
+            .isNotInstanceOf(StoreUnavailableException.class);
+        assertThat(store().isProcessed(key(k))).as("marker after a reported failure").isFalse();
+        assertThat(effectCount(k)).as("write after a reported failure").isZero();
+        assertThat(claimCommitted(key(k), "p")).isEqualTo(ClaimResult.CLAIMED);
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("failure classification")
+  class Classification {
+
+    @Test
+    @DisplayName("an unreachable database: StoreUnavailableException from every call")
+    void unreachableDatabaseIsStoreUnavailable() throws Exception {
+      ProcessedEventStore<C> down = unreachableStore();
+      assertThatThrownBy(() -> down.inTransaction(tx -> down.claim(tx, key("down"), fingerprint("p"))))
+          .isInstanceOf(StoreUnavailableException.class);
+      assertThatThrownBy(() -> down.isProcessed(key("down"))).isInstanceOf(StoreUnavailableException.class);
+      assertThatThrownBy(() -> down.purge(Instant.now(), 10)).isInstanceOf(StoreUnavailableException.class);
+      assertThat(store().isProcessed(key("down"))).isFalse();
+    }
+
+    @Test
+    @DisplayName("a statement of the work that the database rejects: rethrown unchanged, not an outage")
+    void rejectedStatementIsTheWorksFailure() throws Exception {
+      String k = "rejected-" + group;
+      AtomicReference<Exception> raised = new AtomicReference<>();
+      Throwable thrown = catchThrowable(() -> store().inTransaction(tx -> {
+        store().claim(tx, key(k), fingerprint("p"));
+        recordEffect(tx, k);
+        try {
+          failingStatement(tx);
+        } catch (Exception e) {
+          raised.set(e);
+          throw e;
+        }
+        return null;
+      }));
+      assertThat(raised.get()).as("the statement failed").isNotNull();
+      assertThat(thrown).as("the work's own exception, unchanged").isSameAs(raised.get())
+          .isNotInstanceOf(StoreUnavailableException.class)
+          .isNotInstanceOf(TransactionRetryException.class);
+      assertThat(store().isProcessed(key(k))).isFalse();
+      assertThat(effectCount(k)).isZero();
+      assertThat(claimCommitted(key(k), "p")).isEqualTo(ClaimResult.CLAIMED);
     }
   }
 

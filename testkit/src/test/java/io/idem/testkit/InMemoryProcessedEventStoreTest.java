@@ -1,5 +1,6 @@
 package io.idem.testkit;
 
+import java.sql.SQLException;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -17,6 +18,18 @@ class InMemoryProcessedEventStoreTest extends ProcessedEventStoreCompatibilityKi
   @Override
   protected void recordEffect(InMemoryTransaction transaction, String key) {
     transaction.onCommit(() -> effects.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet());
+  }
+
+  @Override
+  protected InMemoryProcessedEventStore unreachableStore() {
+    InMemoryProcessedEventStore down = new InMemoryProcessedEventStore();
+    down.setAvailable(false);
+    return down;
+  }
+
+  @Override
+  protected void failingStatement(InMemoryTransaction transaction) throws SQLException {
+    throw new SQLException("duplicate key value violates unique constraint", "23505");
   }
 
   @Override

@@ -157,8 +157,31 @@ class MyBatisProcessedEventStoreFailureIT {
     try (java.sql.Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.execute("DROP TABLE dropped_later");
     }
+    // the store itself: the database's own error for the claim statement (42P01), not an outage
     assertThatThrownBy(() -> store.inTransaction(tx -> store.claim(tx, key("x"), sha("p"))))
-        .hasMessageContaining("dropped_later");
+        .isNotInstanceOf(StoreUnavailableException.class)
+        .isNotInstanceOf(TransactionRetryException.class)
+        .hasMessageContaining("dropped_later")
+        .hasRootCauseInstanceOf(org.postgresql.util.PSQLException.class)
+        .satisfies(e -> assertThat(((java.sql.SQLException) rootCause(e)).getSQLState()).isEqualTo("42P01"));
+    // through a pipeline: a failing claim is never the message's fault (docs/FAILURES.md): retried
+    // as a store outage, uncounted — never settled as a duplicate, the handler never ran
+    java.util.concurrent.atomic.AtomicInteger handled = new java.util.concurrent.atomic.AtomicInteger();
+    io.idem.IdempotentConsumer<SqlSession> pipeline =
+        StoreTests.pipeline(store, (message, session) -> handled.incrementAndGet(), false);
+    RecordedAcknowledgement ack = new RecordedAcknowledgement();
+    io.idem.ProcessingOutcome outcome = pipeline.process(StoreTests.message("x", "p", 1), ack);
+    assertThat(outcome).isEqualTo(io.idem.ProcessingOutcome.RETRY_STORE_UNAVAILABLE);
+    assertThat(ack.calls).containsExactly("retryWhenStoreAvailable");
+    assertThat(handled).hasValue(0);
+  }
+
+  private static Throwable rootCause(Throwable t) {
+    Throwable cause = t;
+    while (cause.getCause() != null && cause.getCause() != cause) {
+      cause = cause.getCause();
+    }
+    return cause;
   }
 
   @Test

@@ -4,10 +4,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.testkit.ProcessedEventStoreCompatibilityKit;
+import java.net.ServerSocket;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import org.apache.ibatis.datasource.unpooled.UnpooledDataSource;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
@@ -52,6 +54,28 @@ class MyBatisProcessedEventStoreIT extends ProcessedEventStoreCompatibilityKit<S
         transaction.getConnection().prepareStatement("INSERT INTO effects (idem_key) VALUES (?)")) {
       ps.setString(1, key);
       ps.executeUpdate();
+    }
+  }
+
+  /** The same store on a closed port: nothing listens there, the connection is refused. */
+  @Override
+  protected ProcessedEventStore<SqlSession> unreachableStore() throws Exception {
+    int closedPort;
+    try (ServerSocket free = new ServerSocket(0)) {
+      closedPort = free.getLocalPort();
+    }
+    PostgresFixture postgres = PostgresFixture.shared();
+    UnpooledDataSource refused = new UnpooledDataSource("org.postgresql.Driver",
+        "jdbc:postgresql://127.0.0.1:" + closedPort + "/postgres?connectTimeout=2", postgres.user(),
+        postgres.password());
+    return MyBatisProcessedEventStore.builder(sessions(refused)).verifyTable(false).build();
+  }
+
+  /** A duplicate primary key in the business table: SQLSTATE 23505, the work's own failure. */
+  @Override
+  protected void failingStatement(SqlSession transaction) throws Exception {
+    try (Statement s = transaction.getConnection().createStatement()) {
+      s.execute("INSERT INTO effects (id, idem_key) VALUES (-1, 'a'), (-1, 'b')");
     }
   }
 
