@@ -26,6 +26,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -42,7 +43,6 @@ import picocli.CommandLine.Option;
 @Command(name = "side-by-side", mixinStandardHelpOptions = true,
     description = "Idem against plain consumers (and peers) on one PostgreSQL and one Kafka.")
 public final class SideBySide implements Callable<Integer> {
-  private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
   private static final Pattern PEER_RATE = Pattern.compile("events/s=([0-9.]+)");
 
   @Option(names = "--events", defaultValue = "10000", description = "records published per run (default ${DEFAULT-VALUE})")
@@ -84,18 +84,29 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--seed", defaultValue = "42") long seed;
   @Option(names = "--timeout", defaultValue = "PT15M", converter = DurationConverter.class) Duration timeout;
 
+  private final PrintStream out;
   private final List<RunResult> results = new ArrayList<>();
   private final Map<String, String> notes = new LinkedHashMap<>();
 
+  /** A command printing to {@code out}. */
+  SideBySide(PrintStream out) {
+    this.out = out;
+  }
+
   public static void main(String[] args) {
     System.setProperty("idem.testcontainers", System.getProperty("idem.testcontainers", "false"));
-    int code = new CommandLine(new SideBySide()).execute(args);
+    int code = new CommandLine(new SideBySide(new PrintStream(System.out, true, StandardCharsets.UTF_8))).execute(args);
     System.exit(code);
   }
 
-  /** One measured run. */
+  /** The runs measured so far, in order (peers included, named {@code peer:NAME}). */
+  List<RunResult> results() {
+    return List.copyOf(results);
+  }
+
+  /** One measured run ({@code ledger} is null for a peer: its own output has it). */
   record RunResult(int round, String name, int events, double eventsPerSecond, long wallMillis,
-      BenchDatabase.Ledger ledger, String load) {}
+      @Nullable BenchDatabase.Ledger ledger, String load) {}
 
   @Override
   public Integer call() throws Exception {
@@ -108,10 +119,10 @@ public final class SideBySide implements Callable<Integer> {
     if (bootstrap == null) {
       bootstrap = KafkaFixture.shared().bootstrapServers();
     }
-    OUT.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
+    out.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
         + " " + System.getProperty("java.version") + ", PostgreSQL " + jdbcUrl + ", Kafka " + bootstrap);
-    OUT.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword));
-    OUT.println("adapter options: maxBatchSize(int) " + (Consumers.BuilderOption.MAX_BATCH_SIZE.available() ? "present" : "ABSENT")
+    out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword));
+    out.println("adapter options: maxBatchSize(int) " + (Consumers.BuilderOption.MAX_BATCH_SIZE.available() ? "present" : "ABSENT")
         + ", concurrency(int) " + (Consumers.BuilderOption.CONCURRENCY.available() ? "present" : "ABSENT"));
     OrderStream stream = OrderStream.generate(events, retryRate, seed);
     for (int round = 1; round <= rounds; round++) {
@@ -149,7 +160,7 @@ public final class SideBySide implements Callable<Integer> {
         || (workers > 1 && !Consumers.BuilderOption.CONCURRENCY.available())) {
       notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#"
           + (variant.batch() ? "maxBatchSize" : "concurrency") + "(int)");
-      OUT.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
+      out.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
       return;
     }
     String load = Load.now();
@@ -188,14 +199,14 @@ public final class SideBySide implements Callable<Integer> {
       }
     }
     int rc = p.waitFor();
-    OUT.println("RESULT round=" + round + " peer=" + name + " rc=" + rc + " events/s=" + fmt(rate) + " load=[" + load
+    out.println("RESULT round=" + round + " peer=" + name + " rc=" + rc + " events/s=" + fmt(rate) + " load=[" + load
         + "] | LEDGER " + ledger + " (log " + log + ")");
     results.add(new RunResult(round, "peer:" + name, events, rate, 0, null, load));
   }
 
   private void record(RunResult r, String extra) {
     results.add(r);
-    OUT.println("RESULT round=" + r.round() + " variant=" + r.name() + " events=" + r.events() + " events/s="
+    out.println("RESULT round=" + r.round() + " variant=" + r.name() + " events=" + r.events() + " events/s="
         + fmt(r.eventsPerSecond()) + " wall_ms=" + r.wallMillis() + " " + extra + " load=[" + r.load() + "] | LEDGER "
         + r.ledger());
   }
@@ -253,7 +264,7 @@ public final class SideBySide implements Callable<Integer> {
     String name = variant.label + "-crash" + crashes;
     if (variant.batch() && !Consumers.BuilderOption.MAX_BATCH_SIZE.available()) {
       notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#maxBatchSize(int)");
-      OUT.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
+      out.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
       return;
     }
     String load = Load.now();
@@ -276,7 +287,7 @@ public final class SideBySide implements Callable<Integer> {
         }
         child.kill();
         kills++;
-        OUT.println("  crash: SIGKILL " + k + " of " + crashes + " at effects=" + db.effects() + " (target " + target + ")");
+        out.println("  crash: SIGKILL " + k + " of " + crashes + " at effects=" + db.effects() + " (target " + target + ")");
       }
       ChildJvm last = child(variant, id, true, false);
       Waits.until(() -> Topics.lag(bootstrap, id, id) == 0, timeout, "consumer group " + id + " has no lag");
@@ -333,7 +344,7 @@ public final class SideBySide implements Callable<Integer> {
     ChildJvm child = ChildJvm.start(id, ConsumerChild.class, List.of("-Xmx" + childHeap, "-XX:+UseSerialGC"), args,
         Map.of(), line -> {
           if (!line.contains("] HEAP") && !line.contains("] READY") && !line.contains("] STOPPED")) {
-            OUT.println("  " + line);
+            out.println("  " + line);
           }
         });
     return child;
@@ -342,21 +353,21 @@ public final class SideBySide implements Callable<Integer> {
   // ---- the summary -------------------------------------------------------------------------
 
   private void summary() {
-    OUT.println();
-    OUT.println("SUMMARY (medians over rounds; ratio = median of the per-round ratios)");
+    out.println();
+    out.println("SUMMARY (medians over rounds; ratio = median of the per-round ratios)");
     String base = baseline != null ? "peer:" + baseline : peers.isEmpty() ? null : "peer:" + peers.keySet().iterator().next();
     List<String> names = results.stream().map(RunResult::name).distinct().toList();
-    OUT.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s  %s", "run", "events/s",
+    out.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s  %s", "run", "events/s",
         base == null ? "" : "x " + base.substring(5), "x raw-tx", "ledger (last round)"));
     for (String n : names) {
       List<RunResult> rs = results.stream().filter(r -> r.name().equals(n)).toList();
       double median = median(rs.stream().mapToDouble(RunResult::eventsPerSecond).toArray());
       RunResult last = rs.get(rs.size() - 1);
-      OUT.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s  %s", n, median,
+      out.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s  %s", n, median,
           base == null ? "" : ratio(n, base), ratio(n, Variant.RAW_PER_RECORD.label),
           last.ledger() == null ? "" : last.ledger()));
     }
-    notes.forEach((k, v) -> OUT.println("NOTE " + k + ": " + v));
+    notes.forEach((k, v) -> out.println("NOTE " + k + ": " + v));
   }
 
   private String ratio(String name, String against) {
