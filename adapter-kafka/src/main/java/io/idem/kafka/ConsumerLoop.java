@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The thread that owns the {@code KafkaConsumer} (which is not thread-safe): polls, runs each
- * record through the pipeline in partition order, commits settled offsets, pauses partitions for
+ * partition's records through the pipeline in partition order ({@link PartitionRunner}: one by
+ * one, or in runs of up to {@link KafkaConsumerConfig#maxBatchSize()} per transaction), commits
+ * settled offsets (after each poll, or per {@link KafkaConsumerConfig#commitInterval()}), pauses partitions for
  * retry backoffs, and commits on revocation and on close. Every consumer call happens on this
  * thread except {@link Consumer#wakeup()}, which Kafka documents as safe from any thread.
  */
@@ -49,6 +51,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private final String groupId;
   private final long batchBudgetNanos;
   private final PartitionProgress progress = new PartitionProgress();
+  private final PartitionRunner runner;
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
@@ -89,6 +92,8 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     this.groupId = groupId;
     // Half of max.poll.interval.ms for one batch leaves room for the commit and the next poll.
     this.batchBudgetNanos = config.maxPollInterval().toNanos() / 2;
+    this.runner = new PartitionRunner(
+        consumer, deadLetters, pipeline, progress, () -> commitSettled("retry"), () -> closing, groupId);
   }
 
   @Override
@@ -165,21 +170,27 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     Set<TopicPartition> unsettled = new HashSet<>();
     for (TopicPartition partition : records.partitions()) {
       List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
-      for (ConsumerRecord<byte[], byte[]> record : list) {
+      for (int from = 0; from < list.size(); ) {
         if (closing || released) {
-          return null; // finish only the in-flight record; the rest stays uncommitted for the next owner
+          return null; // finish only the in-flight work; the rest stays uncommitted for the next owner
         }
         if (stop || System.nanoTime() - deadline > 0) {
           // bounded work per poll: fetch the rest again after polling
           stop = true;
           unsettled.add(partition);
-          consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+          runner.seek(partition, list.get(from));
           break;
         }
-        if (!process(partition, record)) {
+        int to = Math.min(list.size(), from + config.maxBatchSize());
+        PartitionRunner.Ending ending = to - from == 1
+            ? runner.one(partition, list.get(from))
+            : runner.batch(partition, list.subList(from, to));
+        if (ending != PartitionRunner.Ending.SETTLED) {
+          released |= ending == PartitionRunner.Ending.RELEASED;
           unsettled.add(partition);
-          break; // retried or unsettled: the partition was seeked back; later records come again
+          break; // retried or unsettled: the partition was sought back; later records come again
         }
+        from = to;
       }
     }
     return (closing || released) ? null : unsettled;
@@ -253,81 +264,6 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private void publishAssignment() {
     assigned = owned.stream().map(TopicPartition::toString).toList();
     heldForRetry = progress.pausedCount();
-  }
-
-  /** Processes one record; returns whether it was settled. */
-  private boolean process(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
-    int attempt = progress.attemptFor(partition, record.offset());
-    KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
-    KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
-    try {
-      pipeline.process(message, acknowledgement);
-    } catch (VirtualMachineError e) {
-      // out of memory, a broken VM: stop the loop (run() logs it); this record stays uncommitted
-      throw e;
-    } catch (Throwable e) {
-      // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
-      // threw something the pipeline does not catch: a failure of this record, never of the loop
-      if (acknowledgement.decision() == KafkaAcknowledgement.Decision.NONE) {
-        Duration delay = pipeline.retryPolicy().backoff(attempt);
-        LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
-            message.brokerMessageId(), delay.toMillis(), e);
-        deliverAgain(partition, record, attempt, delay);
-        return false;
-      }
-      // thrown after the acknowledgement decided (e.g. by a listener's onOutcome): the decision
-      // stands — processing the record again would repeat its dead-letter copy
-      LOG.error("record {} was settled ({}), then processing threw; the decision stands",
-          message.brokerMessageId(), acknowledgement.decision(), e);
-    }
-    switch (acknowledgement.decision()) {
-      case ACK, DEAD_LETTERED -> {
-        progress.settled(partition, record.offset(), record.leaderEpoch());
-        return true;
-      }
-      case RELEASED -> {
-        // close() interrupted the handler: not the record's failure and not an attempt. Nothing is
-        // committed for it (no commit either while the interrupt flag is set: the client would
-        // throw); the loop ends and shutdown() commits what was settled before it.
-        progress.failed(partition, record.offset(), attempt - 1);
-        consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-        if (closing) {
-          released = true;
-        } else if (Thread.interrupted()) {
-          // not close(): a handler that restored an interrupt it caught. The flag would fail the
-          // next poll and end the loop; the record comes back, not counted
-          LOG.warn("record {} was handed back because processing left the consumer thread of group {}"
-              + " interrupted; the flag is cleared: the consumer is stopped by close()",
-              message.brokerMessageId(), groupId);
-        }
-        return false;
-      }
-      case RETRY -> {
-        // a store outage is not the record's failure: it comes back with the same attempt
-        int used = acknowledgement.countsAsAttempt() ? attempt : attempt - 1;
-        deliverAgain(partition, record, used, acknowledgement.delay());
-        return false;
-      }
-      default -> {
-        Duration delay = pipeline.retryPolicy().backoff(attempt);
-        LOG.error("the pipeline settled record {} neither way; it stays uncommitted and comes back in {} ms",
-            message.brokerMessageId(), delay.toMillis());
-        deliverAgain(partition, record, attempt, delay);
-        return false;
-      }
-    }
-  }
-
-  /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */
-  private void deliverAgain(
-      TopicPartition partition, ConsumerRecord<byte[], byte[]> record, int attempt, Duration delay) {
-    commitSettled("retry");
-    consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-    progress.failed(partition, record.offset(), attempt);
-    if (!delay.isZero()) {
-      consumer.pause(List.of(partition));
-      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
-    }
   }
 
   private void resumeDuePartitions() {

@@ -39,6 +39,19 @@ public interface DemoBroker extends AutoCloseable {
   /** In the consumer process: an adapter consumer of {@code destination} running {@code pipeline}. */
   BrokerConsumer consumer(String destination, IdempotentConsumer<?> pipeline);
 
+  /**
+   * In the consumer process: an adapter consumer of {@code destination} running {@code pipeline}
+   * with at most {@code maxBatchSize} messages per transaction (1: per-message mode).
+   *
+   * @throws UnsupportedOperationException when this broker's adapter has no batch mode
+   */
+  default BrokerConsumer consumer(String destination, IdempotentConsumer<?> pipeline, int maxBatchSize) {
+    if (maxBatchSize == 1) {
+      return consumer(destination, pipeline);
+    }
+    throw new UnsupportedOperationException(name() + " has no batch mode in the main job yet");
+  }
+
   /** Messages of {@code destination} not yet acknowledged by consumer group {@code group}. */
   long pending(String destination, String group);
 

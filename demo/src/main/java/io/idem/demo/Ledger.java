@@ -32,6 +32,8 @@ import org.jspecify.annotations.Nullable;
  * @param plannedCrashes consumer crashes planned
  * @param crashPoint where the consumer halted itself, or {@code null} for SIGKILLs from outside
  * @param seconds wall time from the first consumer start to the last message settled
+ * @param maxBatchSize the consumer's most messages per transaction ({@code --batch}): 1 is
+ *     per-message mode
  */
 public record Ledger(
     String broker,
@@ -49,7 +51,21 @@ public record Ledger(
     int crashes,
     int plannedCrashes,
     @Nullable CrashPoint crashPoint,
-    double seconds) {
+    double seconds,
+    int maxBatchSize) {
+
+  /** A ledger of a per-message run ({@code maxBatchSize} 1). */
+  public Ledger(String broker, long published, long uniqueOrders, long deliveries, long duplicatesSkipped,
+      long effects, long markers, long doubled, long missing, long deadLettered, long expectedDeadLetters,
+      long wrongDeadLetters, int crashes, int plannedCrashes, @Nullable CrashPoint crashPoint, double seconds) {
+    this(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled, missing,
+        deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds, 1);
+  }
+
+  /** {@code per-message} or {@code batch N}: the consumer's mode. */
+  public String mode() {
+    return maxBatchSize <= 1 ? "per-message" : "batch " + maxBatchSize;
+  }
 
   /**
    * No doubled, no missing effect, every keyless message dead-lettered and nothing else, and every
@@ -114,8 +130,10 @@ public record Ledger(
             + (crashes > 0 ? "; a delivery settled just before a SIGKILL goes unreported" : "") + ")"),
         row("consumer crashes", crashes + "/" + plannedCrashes, crashPoint == null
             ? "(SIGKILL at random points)" : "(halted at " + crashPoint + ")"),
+        row("mode", mode(), maxBatchSize <= 1 ? "(one transaction per message; --batch N for batches)"
+            : "(at most " + maxBatchSize + " messages per transaction: --batch " + maxBatchSize + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
-            String.format(Locale.ROOT, "(events published / %.1f s from the first consumer start to the last"
+            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to the last"
                 + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
         row("result", ok() ? "OK" : "FAILED", ok() ? "(every order applied exactly once)"
             : "(doubled, missing, wrong dead letters or crashes that did not happen)"));
