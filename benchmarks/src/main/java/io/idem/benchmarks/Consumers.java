@@ -38,8 +38,8 @@ final class Consumers {
   /**
    * Starts the consumer; it reports to {@code progress}. Close the result to stop it.
    *
-   * @throws UnsupportedOperationException for a batch variant or {@code concurrency > 1} while
-   *     {@code KafkaConsumerConfig.Builder} has no {@code maxBatchSize(int)} / {@code concurrency(int)}
+   * @throws UnsupportedOperationException for {@code concurrency > 1} while {@code
+   *     KafkaConsumerConfig.Builder} has no {@code concurrency(int)}
    */
   static AutoCloseable start(Variant variant, Setup setup, BenchDatabase db, Progress progress) {
     if (!variant.idem) {
@@ -49,7 +49,7 @@ final class Consumers {
     }
     KafkaConsumerConfig.Builder config = KafkaConsumerConfig.builder(setup.bootstrap(), setup.topic());
     if (variant.batch()) {
-      BuilderOption.MAX_BATCH_SIZE.apply(config, setup.maxBatchSize());
+      config.maxBatchSize(setup.maxBatchSize());
     }
     if (setup.concurrency() > 1) {
       BuilderOption.CONCURRENCY.apply(config, setup.concurrency());
@@ -113,12 +113,11 @@ final class Consumers {
   }
 
   /**
-   * Builder options of {@code KafkaConsumerConfig.Builder} that the batch and concurrency
-   * variants need, looked up by name so that this command also runs against an adapter that does
-   * not have them yet (those variants then report "not available" instead of a number).
+   * Builder options of {@code KafkaConsumerConfig.Builder} that the concurrency variant needs,
+   * looked up by name so that this command also runs against an adapter that does not have them
+   * yet (that variant then reports "not available" instead of a number).
    */
   enum BuilderOption {
-    MAX_BATCH_SIZE("maxBatchSize"),
     CONCURRENCY("concurrency");
 
     private static final Map<BuilderOption, Optional<Method>> FOUND = new ConcurrentHashMap<>();

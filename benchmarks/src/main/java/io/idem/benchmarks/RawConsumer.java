@@ -36,7 +36,7 @@ final class RawConsumer implements AutoCloseable {
     this.db = db;
     this.batched = batched;
     this.progress = progress;
-    this.thread = new Thread(this::run, "raw-consumer");
+    this.thread = new Thread(this::run, "raw-consumer-" + setup.group());
   }
 
   void start() {

@@ -57,10 +57,14 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--max-batch-size", defaultValue = "100", description = "the batch variants' maxBatchSize")
   int maxBatchSize;
   @Option(names = "--peer", description = "NAME=SHELL COMMAND run in each round before the variants; its"
-      + " output's 'events/s=N' is the peer's rate (e.g. the Camel harness)")
+      + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap}, {jdbc-url},"
+      + " {events} and {seed} in it are replaced by this run's")
   Map<String, String> peers = new LinkedHashMap<>();
   @Option(names = "--baseline", description = "the peer the ratios are taken against (default: the first --peer)")
   String baseline;
+  @Option(names = "--warmup-events", defaultValue = "2000", description = "events of one unrecorded warm-up run"
+      + " of each variant before round 1 (JIT, connections; 0: none; default ${DEFAULT-VALUE})")
+  int warmupEvents;
   @Option(names = "--crash", defaultValue = "0", description = "SIGKILLs per crash run (0: no crash runs)")
   int crashes;
   @Option(names = "--crash-rounds", defaultValue = "1") int crashRounds;
@@ -106,7 +110,7 @@ public final class SideBySide implements Callable<Integer> {
 
   /** One measured run ({@code ledger} is null for a peer: its own output has it). */
   record RunResult(int round, String name, int events, double eventsPerSecond, long wallMillis,
-      @Nullable BenchDatabase.Ledger ledger, String load) {}
+      BenchDatabase.@Nullable Ledger ledger, String load) {}
 
   @Override
   public Integer call() throws Exception {
@@ -122,9 +126,16 @@ public final class SideBySide implements Callable<Integer> {
     out.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
         + " " + System.getProperty("java.version") + ", PostgreSQL " + jdbcUrl + ", Kafka " + bootstrap);
     out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword));
-    out.println("adapter options: maxBatchSize(int) " + (Consumers.BuilderOption.MAX_BATCH_SIZE.available() ? "present" : "ABSENT")
-        + ", concurrency(int) " + (Consumers.BuilderOption.CONCURRENCY.available() ? "present" : "ABSENT"));
+    out.println("adapter options: concurrency(int) " + (Consumers.BuilderOption.CONCURRENCY.available() ? "present" : "ABSENT"));
     OrderStream stream = OrderStream.generate(events, retryRate, seed);
+    if (warmupEvents > 0 && (rounds > 0 || purgeMarkers > 0)) {
+      OrderStream warmup = OrderStream.generate(warmupEvents, retryRate, seed - 1);
+      for (String v : variants) {
+        measure(0, Variant.of(v), warmup, 1);
+      }
+      results.clear();
+      out.println("(round 0 was the warm-up: not in the summary)");
+    }
     for (int round = 1; round <= rounds; round++) {
       for (Map.Entry<String, String> peer : peers.entrySet()) {
         runPeer(round, peer.getKey(), peer.getValue());
@@ -156,10 +167,8 @@ public final class SideBySide implements Callable<Integer> {
 
   private void measure(int round, Variant variant, OrderStream stream, int workers) throws Exception {
     String name = variant.label + (workers > 1 ? "-concurrency" + workers : "");
-    if ((variant.batch() && !Consumers.BuilderOption.MAX_BATCH_SIZE.available())
-        || (workers > 1 && !Consumers.BuilderOption.CONCURRENCY.available())) {
-      notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#"
-          + (variant.batch() ? "maxBatchSize" : "concurrency") + "(int)");
+    if (workers > 1 && !Consumers.BuilderOption.CONCURRENCY.available()) {
+      notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#concurrency(int)");
       out.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
       return;
     }
@@ -170,19 +179,40 @@ public final class SideBySide implements Callable<Integer> {
       Topics.create(bootstrap, id, partitions);
       stream.publish(bootstrap, id);
       Progress progress = new Progress(stream.size());
+      long cpuNanos;
       try (AutoCloseable consumer = Consumers.start(variant,
           new Consumers.Setup(bootstrap, id, id, maxBatchSize, workers, false), db, progress)) {
         progress.await(stream.size(), timeout);
+        cpuNanos = consumerThreadCpuNanos(id);
       }
       record(new RunResult(round, name, stream.size(), progress.eventsPerSecond(), progress.wallMillis(), db.ledger(),
-          load), "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99)));
+          load), "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99))
+          + " consumer_cpu_us_per_event=" + fmt(cpuNanos / 1000.0 / stream.size()));
       Topics.delete(bootstrap, id);
     }
   }
 
+  /**
+   * CPU time used so far by the consumer threads of run {@code id} (Idem's {@code idem-kafka-<group>-…},
+   * the raw consumer's {@code raw-consumer-<group>}): on a loaded machine a message's CPU time is
+   * stretched by the waits for a core, so it is recorded beside events/s.
+   */
+  private static long consumerThreadCpuNanos(String id) {
+    java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().startsWith("idem-kafka-" + id) || t.getName().equals("raw-consumer-" + id)) {
+        sum += Math.max(0, mx.getThreadCpuTime(t.getId()));
+      }
+    }
+    return sum;
+  }
+
   private void runPeer(int round, String name, String command) throws Exception {
     String load = Load.now();
-    Process p = new ProcessBuilder("bash", "-c", command).redirectErrorStream(true).start();
+    String resolved = command.replace("{bootstrap}", bootstrap).replace("{jdbc-url}", jdbcUrl)
+        .replace("{events}", Integer.toString(events)).replace("{seed}", Long.toString(seed));
+    Process p = new ProcessBuilder("bash", "-c", resolved).redirectErrorStream(true).start();
     Path log = Files.createTempFile("peer-" + name + "-r" + round, ".log");
     double rate = Double.NaN;
     String ledger = "";
@@ -262,11 +292,6 @@ public final class SideBySide implements Callable<Integer> {
 
   private void crashRun(int round, Variant variant, OrderStream stream) throws Exception {
     String name = variant.label + "-crash" + crashes;
-    if (variant.batch() && !Consumers.BuilderOption.MAX_BATCH_SIZE.available()) {
-      notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#maxBatchSize(int)");
-      out.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
-      return;
-    }
     String load = Load.now();
     String id = runId(name);
     Random random = new Random(seed + round);
