@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
 /**
- * The side-by-side command runs end to end on the fixtures' PostgreSQL and Kafka, small: 200
+ * The side-by-side command runs end to end on the fixtures' PostgreSQL and Kafka, small: 100
  * records with 20 % producer retries, Idem per-message and the plain per-record consumer. Its
  * ledgers must add up: Idem applies each order once, the plain consumer applies every retry again.
  * Not a measurement (the numbers are not looked at).
@@ -20,7 +20,7 @@ class SideBySideSmokeIT {
   void theCommandRunsAndItsLedgersAddUp() {
     SideBySide command = new SideBySide(new PrintStream(OutputStream.nullOutputStream()));
     int exit = new CommandLine(command).execute(
-        "--events", "200", "--rounds", "1", "--variants", "idem,raw-tx", "--timeout", "PT2M");
+        "--events", "100", "--warmup-events", "0", "--rounds", "1", "--variants", "idem,raw-tx", "--timeout", "PT2M");
 
     assertThat(exit).isZero();
     List<SideBySide.RunResult> runs = command.results();
@@ -29,14 +29,14 @@ class SideBySideSmokeIT {
     BenchDatabase.Ledger raw = runs.get(1).ledger();
     assertThat(idem).isNotNull();
     assertThat(raw).isNotNull();
-    // 200 records, 40 of them retries of 160 distinct orders
-    assertThat(idem.expected()).isEqualTo(160);
-    assertThat(idem.effects()).isEqualTo(160);
+    // 100 records, 20 of them retries of 80 distinct orders
+    assertThat(idem.expected()).isEqualTo(80);
+    assertThat(idem.effects()).isEqualTo(80);
     assertThat(idem.doubled()).isZero();
     assertThat(idem.missing()).isZero();
-    assertThat(idem.markers()).isEqualTo(160);
-    assertThat(raw.effects()).isEqualTo(200);
-    assertThat(raw.doubled()).isEqualTo(40);
+    assertThat(idem.markers()).isEqualTo(80);
+    assertThat(raw.effects()).isEqualTo(100);
+    assertThat(raw.doubled()).isEqualTo(20);
     assertThat(raw.missing()).isZero();
     assertThat(runs).allSatisfy(r -> assertThat(r.eventsPerSecond()).isPositive());
   }
