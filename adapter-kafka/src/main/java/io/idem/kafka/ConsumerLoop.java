@@ -37,7 +37,8 @@ import org.slf4j.LoggerFactory;
 final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
   private static final Duration POLL_FAILURE_PAUSE = Duration.ofSeconds(1);
-  private static final Duration HEARTBEAT_SAMPLE_INTERVAL = Duration.ofSeconds(1);
+  /** Longest poll while workers run: how late a finished run's partition is resumed at most. */
+  private static final Duration WORKER_CHECK_INTERVAL = Duration.ofMillis(5);
   /**
    * How long the loop may still spend committing and leaving the group once close() interrupted
    * it; close() waits {@link KafkaIdempotentConsumer#AFTER_INTERRUPT} for it.
@@ -46,12 +47,31 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   private final Consumer<byte[], byte[]> consumer;
   private final DeadLetterPublisher deadLetters;
-  private final IdempotentConsumer<?> pipeline;
   private final KafkaConsumerConfig config;
   private final String groupId;
   private final long batchBudgetNanos;
   private final PartitionProgress progress = new PartitionProgress();
   private final PartitionRunner runner;
+  /** The worker pool when {@link KafkaConsumerConfig#concurrency()} is above 1, else null. */
+  private final @Nullable PartitionWorkers workers;
+  /** What a run on this thread does to the consumer: at once. */
+  private final PartitionRunner.Actions direct = new PartitionRunner.Actions() {
+    @Override
+    public void seek(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
+      consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+    }
+
+    @Override
+    public void pauseFor(TopicPartition partition, Duration delay) {
+      consumer.pause(List.of(partition));
+      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
+    }
+
+    @Override
+    public void commitSettled() {
+      ConsumerLoop.this.commitSettled("retry");
+    }
+  };
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
@@ -65,16 +85,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private long interruptedAtNanos;
 
   // ---- health, written by the loop thread, read by health() on any thread --------------------
-  private final long startedNanos = System.nanoTime();
+  private final PollHealth pollHealth;
   /** What stopped the loop on its own (a poll error that cannot heal, a VM error); else null. */
   private volatile @Nullable Throwable failure;
-  /** The last poll threw; cleared by the next one that returns. */
-  private volatile boolean pollFailed;
-  private volatile long lastPollNanos;
-  private volatile @Nullable Instant lastPollAt;
-  /** Seconds since the last coordinator heartbeat was sent (-1: none yet), sampled after polls. */
-  private volatile double heartbeatAgeSeconds = -1;
-  private long heartbeatSampledNanos;
   private volatile List<String> assigned = List.of();
   private final Set<TopicPartition> owned = new LinkedHashSet<>();
   private volatile int heldForRetry;
@@ -87,13 +100,16 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       String groupId) {
     this.consumer = consumer;
     this.deadLetters = deadLetters;
-    this.pipeline = pipeline;
     this.config = config;
     this.groupId = groupId;
+    this.pollHealth = new PollHealth(consumer, config);
     // Half of max.poll.interval.ms for one batch leaves room for the commit and the next poll.
     this.batchBudgetNanos = config.maxPollInterval().toNanos() / 2;
     this.runner = new PartitionRunner(
-        consumer, deadLetters, pipeline, progress, () -> commitSettled("retry"), () -> closing, groupId);
+        deadLetters, pipeline, progress, config.maxBatchSize(), () -> closing, groupId);
+    this.workers = config.concurrency() == 1 ? null
+        : new PartitionWorkers(config.concurrency(), groupId, consumer, progress, runner, () -> closing,
+            batchBudgetNanos);
   }
 
   @Override
@@ -101,6 +117,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     try {
       consumer.subscribe(config.topics(), this);
       while (!closing && !released) {
+        if (workers != null) {
+          collectRuns(workers);
+        }
         resumeDuePartitions();
         ConsumerRecords<byte[], byte[]> records;
         try {
@@ -118,14 +137,17 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
                 + " not yet committed will be delivered again", groupId, e.toString(), advice.get(), e);
             break;
           }
-          pollFailed = true;
+          pollHealth.pollFailed();
           LOG.error("poll failed for group {}; polling again in {} ms", groupId, POLL_FAILURE_PAUSE.toMillis(), e);
           Thread.sleep(POLL_FAILURE_PAUSE.toMillis());
           continue;
         }
-        polled();
-        Set<TopicPartition> unsettled = records.isEmpty() ? Set.of() : handle(records);
-        if (unsettled != null) {
+        pollHealth.polled();
+        if (workers != null) {
+          workers.dispatch(records);
+        }
+        Set<TopicPartition> unsettled = records.isEmpty() || workers != null ? Set.of() : handle(records);
+        if (unsettled != null && workers == null) {
           // every record up to each partition's next fetch offset is settled, except in the
           // partitions that stopped (seeked back to their first unsettled record): commit the
           // consumer's position, which also covers transaction markers and aborted records
@@ -166,79 +188,40 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
    */
   private @Nullable Set<TopicPartition> handle(ConsumerRecords<byte[], byte[]> records) {
     long deadline = System.nanoTime() + batchBudgetNanos;
-    boolean stop = false;
     Set<TopicPartition> unsettled = new HashSet<>();
     for (TopicPartition partition : records.partitions()) {
-      List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
-      for (int from = 0; from < list.size(); ) {
-        if (closing || released) {
-          return null; // finish only the in-flight work; the rest stays uncommitted for the next owner
+      PartitionRunner.Ending ending =
+          runner.run(partition, records.records(partition), direct, () -> closing || released, deadline);
+      switch (ending) {
+        case SETTLED -> { }
+        case ABANDONED -> {
+          return null; // close(): records fetched after the in-flight one are neither settled nor sought back
         }
-        if (stop || System.nanoTime() - deadline > 0) {
-          // bounded work per poll: fetch the rest again after polling
-          stop = true;
-          unsettled.add(partition);
-          runner.seek(partition, list.get(from));
-          break;
+        case RELEASED -> {
+          released = true;
+          return null;
         }
-        int to = Math.min(list.size(), from + config.maxBatchSize());
-        PartitionRunner.Ending ending = to - from == 1
-            ? runner.one(partition, list.get(from))
-            : runner.batch(partition, list.subList(from, to));
-        if (ending != PartitionRunner.Ending.SETTLED) {
-          released |= ending == PartitionRunner.Ending.RELEASED;
-          unsettled.add(partition);
-          break; // retried or unsettled: the partition was sought back; later records come again
-        }
-        from = to;
+        default -> unsettled.add(partition); // sought back: its later records come again
       }
     }
     return (closing || released) ? null : unsettled;
   }
 
-  /** A poll returned: the health snapshot's connection facts. */
-  private void polled() {
-    long now = System.nanoTime();
-    pollFailed = false;
-    lastPollNanos = now;
-    lastPollAt = Instant.now();
-    if (now - heartbeatSampledNanos >= HEARTBEAT_SAMPLE_INTERVAL.toNanos()) {
-      heartbeatSampledNanos = now;
-      try {
-        heartbeatAgeSeconds = consumer.metrics().entrySet().stream()
-            .filter(e -> e.getKey().name().equals("last-heartbeat-seconds-ago"))
-            .map(e -> e.getValue().metricValue())
-            .filter(Number.class::isInstance)
-            .mapToDouble(v -> ((Number) v).doubleValue())
-            .findFirst()
-            .orElse(-1);
-      } catch (RuntimeException e) {
-        heartbeatAgeSeconds = -1; // a wrapped consumer without metrics: judge by polls alone
-      }
+  /** Does what the finished worker runs asked ({@link PartitionWorkers#collect}), commits if asked. */
+  private void collectRuns(PartitionWorkers pool) {
+    PartitionWorkers.Collected collected = pool.collect(owned, closing);
+    released |= collected.released();
+    if (collected.commit()) {
+      commitSettled("retry");
     }
   }
 
   /**
-   * Whether the consumer is connected as far as its client knows: the loop runs, the last poll
-   * returned without an error within {@code max.poll.interval.ms} (beyond it the client leaves the
-   * group), and the last coordinator heartbeat was sent within {@code session.timeout.ms} (beyond
-   * it the group coordinator has dropped the member; a consumer that never sent one gets that long
-   * from its start to join). Thread-safe.
+   * Whether the consumer is connected as far as its client knows ({@link PollHealth#connected});
+   * thread-safe.
    */
   boolean connected() {
-    if (exited || pollFailed || lastPollNanos == 0) {
-      return false;
-    }
-    long now = System.nanoTime();
-    if (now - lastPollNanos > config.maxPollInterval().toNanos()) {
-      return false;
-    }
-    double session = config.sessionTimeout().toMillis() / 1000.0;
-    double heartbeat = heartbeatAgeSeconds;
-    if (heartbeat < 0 || heartbeat * 1e9 >= now - startedNanos) {
-      return now - startedNanos <= config.sessionTimeout().toNanos(); // no heartbeat yet
-    }
-    return heartbeat <= session;
+    return !exited && pollHealth.connected();
   }
 
   /** The assigned partitions as {@code topic-partition}; thread-safe. */
@@ -248,7 +231,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   /** When the last poll returned without an error, or null; thread-safe. */
   @Nullable Instant lastPollAt() {
-    return lastPollAt;
+    return pollHealth.lastPollAt();
   }
 
   /** Records held back for a retry backoff: one per partition paused for it; thread-safe. */
@@ -279,6 +262,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   private Duration nextPollTimeout() {
     long max = config.pollTimeout().toNanos();
+    if (workers != null && workers.anyBusy()) {
+      max = Math.min(max, WORKER_CHECK_INTERVAL.toNanos()); // collect finished runs soon
+    }
     long untilResume = progress.nanosUntilNextResume(System.nanoTime()).orElse(max);
     return Duration.ofNanos(Math.min(max, untilResume));
   }
@@ -323,6 +309,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   @Override
   public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+    finishRuns(partitions, "revoked");
     commit(progress.toCommit(partitions), "revoke");
     progress.forget(partitions);
     owned.removeAll(partitions);
@@ -336,9 +323,17 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   public void onPartitionsLost(Collection<TopicPartition> partitions) {
     LOG.warn("group {}: partitions lost {} (settled offsets not committed will be delivered again)",
         groupId, partitions);
+    finishRuns(partitions, "lost");
     progress.forget(partitions);
     owned.removeAll(partitions);
     publishAssignment();
+  }
+
+  /** Ends the worker runs of {@code partitions} ({@link PartitionWorkers#finish}) before they go. */
+  private void finishRuns(Collection<TopicPartition> partitions, String why) {
+    if (workers != null && !partitions.isEmpty()) {
+      workers.finish(partitions, why);
+    }
   }
 
   @Override
@@ -392,6 +387,16 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       interruptedAtNanos = System.nanoTime();
     }
     try {
+      if (workers != null) {
+        interrupted |= workers.close(interrupted, this::remaining, () -> {
+          interruptedAtNanos = interruptedAtNanos != 0 ? interruptedAtNanos : System.nanoTime();
+        });
+        try {
+          collectRuns(workers);
+        } catch (RuntimeException | Error e) {
+          LOG.warn("group {}: a worker failed while closing: {}", groupId, e.toString());
+        }
+      }
       try {
         commitSettled("close");
       } catch (RuntimeException e) {

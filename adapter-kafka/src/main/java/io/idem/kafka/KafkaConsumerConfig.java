@@ -67,6 +67,12 @@ public final class KafkaConsumerConfig {
    */
   public static final int DEFAULT_MAX_BATCH_SIZE = 1;
 
+  /**
+   * Default {@link #concurrency()}: {@value}, every partition processed on the consumer's own
+   * thread, one after the other.
+   */
+  public static final int DEFAULT_CONCURRENCY = 1;
+
   /** Default {@link #shutdownTimeout()}: 30 s. */
   public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
 
@@ -129,6 +135,7 @@ public final class KafkaConsumerConfig {
   private final Duration pollTimeout;
   private final Duration commitInterval;
   private final int maxBatchSize;
+  private final int concurrency;
   private final Duration shutdownTimeout;
   private final Map<String, String> deadLetterTopics;
 
@@ -142,6 +149,7 @@ public final class KafkaConsumerConfig {
     this.pollTimeout = b.pollTimeout;
     this.commitInterval = b.commitInterval;
     this.maxBatchSize = b.maxBatchSize;
+    this.concurrency = b.concurrency;
     this.shutdownTimeout = b.shutdownTimeout;
     this.deadLetterTopics = Map.copyOf(deadLetterTopics);
   }
@@ -229,6 +237,22 @@ public final class KafkaConsumerConfig {
     return maxBatchSize;
   }
 
+  /**
+   * How many partitions are processed at the same time, each on a worker thread of a pool of this
+   * size (as Spring Kafka's {@code concurrency}, but in one consumer: one group member, one
+   * {@code KafkaConsumer}); 1 processes every partition on the consumer's thread. Order is kept
+   * within a partition (one run of its records at a time, the partition paused while its worker
+   * is busy so that polling goes on and the member stays in its group), offsets are committed per
+   * partition by the polling thread (the only one touching the {@code KafkaConsumer}, which is not
+   * thread-safe). On revocation the in-flight work of the revoked partitions is finished (stopped
+   * after the record or batch in hand) and what was settled committed; {@code close()} does the
+   * same for every partition. Needs as many database connections as workers. See {@link
+   * #DEFAULT_CONCURRENCY}.
+   */
+  public int concurrency() {
+    return concurrency;
+  }
+
   /** Longest time {@link KafkaIdempotentConsumer#close()} blocks. */
   public Duration shutdownTimeout() {
     return shutdownTimeout;
@@ -303,6 +327,7 @@ public final class KafkaConsumerConfig {
         + ", groupId=" + (groupId == null ? "(pipeline's consumer group)" : groupId)
         + ", maxPollRecords=" + maxPollRecords + ", pollTimeout=" + pollTimeout
         + ", commitInterval=" + commitInterval + ", maxBatchSize=" + maxBatchSize
+        + ", concurrency=" + concurrency
         + ", shutdownTimeout=" + shutdownTimeout
         + ", deadLetterTopics=" + deadLetterTopics
         + ", consumerProperties=" + masked(consumerProperties)
@@ -333,6 +358,7 @@ public final class KafkaConsumerConfig {
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
     private Duration commitInterval = DEFAULT_COMMIT_INTERVAL;
     private int maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
+    private int concurrency = DEFAULT_CONCURRENCY;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
     private UnaryOperator<String> deadLetterTopicNaming = topic -> topic + DEFAULT_DEAD_LETTER_SUFFIX;
 
@@ -418,6 +444,16 @@ public final class KafkaConsumerConfig {
       return this;
     }
 
+    /**
+     * Partitions processed at the same time, on a pool of this many worker threads; default
+     * {@value KafkaConsumerConfig#DEFAULT_CONCURRENCY} (the consumer's own thread). At least 1;
+     * see {@link KafkaConsumerConfig#concurrency()}.
+     */
+    public Builder concurrency(int value) {
+      this.concurrency = value;
+      return this;
+    }
+
     /** Default 30 s; positive. */
     public Builder shutdownTimeout(Duration value) {
       this.shutdownTimeout = Objects.requireNonNull(value, "shutdownTimeout");
@@ -468,6 +504,9 @@ public final class KafkaConsumerConfig {
       }
       if (maxBatchSize < 1) {
         throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
+      }
+      if (concurrency < 1) {
+        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
       }
       if (shutdownTimeout.isZero() || shutdownTimeout.isNegative()) {
         throw new IllegalArgumentException("shutdownTimeout must be positive, but was " + shutdownTimeout);

@@ -10,9 +10,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
-import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -25,8 +23,9 @@ import org.slf4j.LoggerFactory;
  * {@link BatchOrder#ORDERED}), and turns each acknowledgement's decision into partition progress:
  * settled records move the offset to commit; the first record not settled is sought back to (and
  * its partition paused for the backoff), so it and every record behind it come again in order.
- * Runs on the consumer loop's thread, the only one touching the {@code KafkaConsumer}; not
- * thread-safe.
+ * Never touches the {@code KafkaConsumer} itself (it is not thread-safe): seeks, pauses and
+ * commits go through {@link Actions}. Thread-safe as far as {@link PartitionProgress} is; one run
+ * per partition at a time.
  */
 final class PartitionRunner {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
@@ -38,40 +37,91 @@ final class PartitionRunner {
     /** A record was handed back (sought back to, maybe paused): the rest of the partition waits. */
     STOPPED,
     /** close() interrupted a handler: the record was handed back and the loop ends. */
-    RELEASED
+    RELEASED,
+    /**
+     * The time budget of the poll ran out: the partition was sought back to its first record not
+     * started, to be fetched again after the next poll (nothing counted).
+     */
+    OUT_OF_TIME,
+    /**
+     * The consumer is closing or the partition was revoked: the records not started are neither
+     * settled nor sought back (the next owner gets them from the committed offset).
+     */
+    ABANDONED
   }
 
-  private final Consumer<byte[], byte[]> consumer;
+  /**
+   * What a run does to the {@code KafkaConsumer} and the commits, done at once on the polling
+   * thread or deferred to it when the run is on a worker ({@link PartitionWorkers}).
+   */
+  interface Actions {
+    /** The next fetch of {@code partition} starts at {@code record}. */
+    void seek(TopicPartition partition, ConsumerRecord<byte[], byte[]> record);
+
+    /** {@code partition} stays paused for {@code delay} (a retry backoff), then resumes. */
+    void pauseFor(TopicPartition partition, Duration delay);
+
+    /** Commit what is settled before a retry is sought back to (fewer redeliveries after a crash). */
+    void commitSettled();
+  }
+
   private final DeadLetterPublisher deadLetters;
   private final IdempotentConsumer<?> pipeline;
   private final PartitionProgress progress;
-  private final Runnable commitSettled;
+  private final int maxBatchSize;
   private final BooleanSupplier closing;
   private final String groupId;
 
-  /**
-   * @param commitSettled commits what is settled (before a retry seeks back)
-   * @param closing whether close() was called
-   */
+  /** @param closing whether close() was called */
   PartitionRunner(
-      Consumer<byte[], byte[]> consumer,
       DeadLetterPublisher deadLetters,
       IdempotentConsumer<?> pipeline,
       PartitionProgress progress,
-      Runnable commitSettled,
+      int maxBatchSize,
       BooleanSupplier closing,
       String groupId) {
-    this.consumer = consumer;
     this.deadLetters = deadLetters;
     this.pipeline = pipeline;
     this.progress = progress;
-    this.commitSettled = commitSettled;
+    this.maxBatchSize = maxBatchSize;
     this.closing = closing;
     this.groupId = groupId;
   }
 
+  /**
+   * Runs {@code records} (one partition's records of a poll, in offset order) through the
+   * pipeline: one at a time, or in runs of up to {@code maxBatchSize}; stops at the first record
+   * not settled.
+   *
+   * @param stop checked before each record or run: true when the consumer closes or the
+   *     partition is revoked ({@link Ending#ABANDONED})
+   * @param deadlineNanos {@link System#nanoTime()} after which the rest is sought back to ({@link
+   *     Ending#OUT_OF_TIME})
+   */
+  Ending run(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> records, Actions actions,
+      BooleanSupplier stop, long deadlineNanos) {
+    for (int from = 0; from < records.size(); ) {
+      if (stop.getAsBoolean()) {
+        return Ending.ABANDONED; // finish only the in-flight work; the rest stays uncommitted
+      }
+      if (System.nanoTime() - deadlineNanos > 0) {
+        actions.seek(partition, records.get(from)); // bounded work per poll: fetched again after polling
+        return Ending.OUT_OF_TIME;
+      }
+      int to = Math.min(records.size(), from + maxBatchSize);
+      Ending ending = to - from == 1
+          ? one(partition, records.get(from), actions)
+          : batch(partition, records.subList(from, to), actions);
+      if (ending != Ending.SETTLED) {
+        return ending; // retried or unsettled: the partition was sought back; later records come again
+      }
+      from = to;
+    }
+    return Ending.SETTLED;
+  }
+
   /** Processes one record in its own transaction. */
-  Ending one(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
+  private Ending one(TopicPartition partition, ConsumerRecord<byte[], byte[]> record, Actions actions) {
     int attempt = progress.attemptFor(partition, record.offset());
     KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
@@ -84,7 +134,7 @@ final class PartitionRunner {
     } catch (Throwable e) {
       thrown = e;
     }
-    return settle(partition, record, attempt, acknowledgement, thrown);
+    return settle(partition, record, attempt, acknowledgement, thrown, actions);
   }
 
   /**
@@ -93,7 +143,7 @@ final class PartitionRunner {
    * back like a retry but without counting an attempt: the partition is sought back to the first
    * of them.
    */
-  Ending batch(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> records) {
+  private Ending batch(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> records, Actions actions) {
     List<InboundMessage> messages = new ArrayList<>(records.size());
     List<Acknowledgement> acks = new ArrayList<>(records.size());
     int[] attempts = new int[records.size()];
@@ -122,11 +172,11 @@ final class PartitionRunner {
       if (ack.decision() == KafkaAcknowledgement.Decision.NONE && thrown == null && i >= started) {
         // not started: handed back as if never fetched, the attempt it had kept
         progress.failed(partition, record.offset(), attempts[i] - 1);
-        seek(partition, record);
+        actions.seek(partition, record);
         return Ending.STOPPED;
       }
       boolean undecided = ack.decision() == KafkaAcknowledgement.Decision.NONE;
-      Ending ending = settle(partition, record, attempts[i], ack, undecided ? thrown : null);
+      Ending ending = settle(partition, record, attempts[i], ack, undecided ? thrown : null, actions);
       if (ending != Ending.SETTLED) {
         return ending;
       }
@@ -143,7 +193,8 @@ final class PartitionRunner {
       ConsumerRecord<byte[], byte[]> record,
       int attempt,
       KafkaAcknowledgement acknowledgement,
-      @Nullable Throwable thrown) {
+      @Nullable Throwable thrown,
+      Actions actions) {
     String id = record.topic() + "-" + record.partition() + "@" + record.offset();
     if (thrown != null) {
       // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
@@ -152,7 +203,7 @@ final class PartitionRunner {
         Duration delay = pipeline.retryPolicy().backoff(attempt);
         LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
             id, delay.toMillis(), thrown);
-        deliverAgain(partition, record, attempt, delay);
+        deliverAgain(partition, record, attempt, delay, actions);
         return Ending.STOPPED;
       }
       // thrown after the acknowledgement decided (e.g. by a listener's onOutcome): the decision
@@ -170,7 +221,7 @@ final class PartitionRunner {
         // committed for it (no commit either while the interrupt flag is set: the client would
         // throw); the loop ends and shutdown() commits what was settled before it.
         progress.failed(partition, record.offset(), attempt - 1);
-        seek(partition, record);
+        actions.seek(partition, record);
         if (closing.getAsBoolean()) {
           return Ending.RELEASED;
         }
@@ -185,33 +236,27 @@ final class PartitionRunner {
       case RETRY -> {
         // a store outage is not the record's failure: it comes back with the same attempt
         int used = acknowledgement.countsAsAttempt() ? attempt : attempt - 1;
-        deliverAgain(partition, record, used, acknowledgement.delay());
+        deliverAgain(partition, record, used, acknowledgement.delay(), actions);
         return Ending.STOPPED;
       }
       default -> {
         Duration delay = pipeline.retryPolicy().backoff(attempt);
         LOG.error("the pipeline settled record {} neither way; it stays uncommitted and comes back in {} ms",
             id, delay.toMillis());
-        deliverAgain(partition, record, attempt, delay);
+        deliverAgain(partition, record, attempt, delay, actions);
         return Ending.STOPPED;
       }
     }
   }
 
   /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */
-  private void deliverAgain(
-      TopicPartition partition, ConsumerRecord<byte[], byte[]> record, int attempt, Duration delay) {
-    commitSettled.run();
-    seek(partition, record);
+  private void deliverAgain(TopicPartition partition, ConsumerRecord<byte[], byte[]> record, int attempt,
+      Duration delay, Actions actions) {
+    actions.commitSettled();
+    actions.seek(partition, record);
     progress.failed(partition, record.offset(), attempt);
     if (!delay.isZero()) {
-      consumer.pause(List.of(partition));
-      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
+      actions.pauseFor(partition, delay);
     }
-  }
-
-  /** The next poll of {@code partition} starts at {@code record}. */
-  void seek(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
-    consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
   }
 }
