@@ -9,14 +9,10 @@ import io.idem.ProcessingOutcome;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.kafka.KafkaIdempotentConsumer;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
-import java.lang.reflect.Method;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
@@ -37,9 +33,7 @@ final class Consumers {
 
   /**
    * Starts the consumer; it reports to {@code progress}. Close the result to stop it.
-   *
-   * @throws UnsupportedOperationException for {@code concurrency > 1} while {@code
-   *     KafkaConsumerConfig.Builder} has no {@code concurrency(int)}
+
    */
   static AutoCloseable start(Variant variant, Setup setup, BenchDatabase db, Progress progress) {
     if (!variant.idem) {
@@ -52,7 +46,7 @@ final class Consumers {
       config.maxBatchSize(setup.maxBatchSize());
     }
     if (setup.concurrency() > 1) {
-      BuilderOption.CONCURRENCY.apply(config, setup.concurrency());
+      config.concurrency(setup.concurrency());
     }
     if (setup.crashRun()) {
       config.consumerProperty("session.timeout.ms", CRASH_SESSION_TIMEOUT_MS);
@@ -109,46 +103,6 @@ final class Consumers {
           && outcome != ProcessingOutcome.RETRY_TRANSACTION && outcome != ProcessingOutcome.RELEASED) {
         progress.settled(1, elapsed.toNanos());
       }
-    }
-  }
-
-  /**
-   * Builder options of {@code KafkaConsumerConfig.Builder} that the concurrency variant needs,
-   * looked up by name so that this command also runs against an adapter that does not have them
-   * yet (that variant then reports "not available" instead of a number).
-   */
-  enum BuilderOption {
-    CONCURRENCY("concurrency");
-
-    private static final Map<BuilderOption, Optional<Method>> FOUND = new ConcurrentHashMap<>();
-    final String method;
-
-    BuilderOption(String method) {
-      this.method = method;
-    }
-
-    boolean available() {
-      return lookup().isPresent();
-    }
-
-    void apply(KafkaConsumerConfig.Builder builder, int value) {
-      Method m = lookup().orElseThrow(() -> new UnsupportedOperationException(
-          "KafkaConsumerConfig.Builder has no " + method + "(int) in this build of idem-kafka"));
-      try {
-        m.invoke(builder, value);
-      } catch (ReflectiveOperationException e) {
-        throw new IllegalStateException(method + "(" + value + ") failed: " + e.getCause(), e.getCause());
-      }
-    }
-
-    private Optional<Method> lookup() {
-      return FOUND.computeIfAbsent(this, o -> {
-        try {
-          return Optional.of(KafkaConsumerConfig.Builder.class.getMethod(o.method, int.class));
-        } catch (NoSuchMethodException e) {
-          return Optional.empty();
-        }
-      });
     }
   }
 }

@@ -126,7 +126,6 @@ public final class SideBySide implements Callable<Integer> {
     out.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
         + " " + System.getProperty("java.version") + ", PostgreSQL " + jdbcUrl + ", Kafka " + bootstrap);
     out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword));
-    out.println("adapter options: concurrency(int) " + (Consumers.BuilderOption.CONCURRENCY.available() ? "present" : "ABSENT"));
     OrderStream stream = OrderStream.generate(events, retryRate, seed);
     if (warmupEvents > 0 && (rounds > 0 || purgeMarkers > 0)) {
       OrderStream warmup = OrderStream.generate(warmupEvents, retryRate, seed - 1);
@@ -167,11 +166,6 @@ public final class SideBySide implements Callable<Integer> {
 
   private void measure(int round, Variant variant, OrderStream stream, int workers) throws Exception {
     String name = variant.label + (workers > 1 ? "-concurrency" + workers : "");
-    if (workers > 1 && !Consumers.BuilderOption.CONCURRENCY.available()) {
-      notes.put(name, "not run: this idem-kafka has no KafkaConsumerConfig.Builder#concurrency(int)");
-      out.println("RESULT round=" + round + " variant=" + name + " NOT AVAILABLE (" + notes.get(name) + ")");
-      return;
-    }
     String load = Load.now();
     String id = runId(name);
     try (BenchDatabase db = BenchDatabase.create(jdbcUrl, jdbcUser, jdbcPassword, id, pool)) {
