@@ -89,6 +89,11 @@ final class OrderStream {
     props.put(ProducerConfig.ACKS_CONFIG, "all");
     props.put(ProducerConfig.LINGER_MS_CONFIG, 5);
     props.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+    // on a loaded machine the in-JVM broker answers slowly: wait long rather than expire batches,
+    // and one request in flight so that a retried batch cannot arrive out of sequence
+    props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
+    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 120_000);
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 600_000);
     props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
