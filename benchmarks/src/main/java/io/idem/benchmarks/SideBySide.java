@@ -3,6 +3,7 @@ package io.idem.benchmarks;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -336,13 +337,15 @@ public final class SideBySide implements Callable<Integer> {
       }, timeout.multipliedBy(4), "consumer group " + id + " has no lag");
       long wall = (System.nanoTime() - start) / 1_000_000;
       rssPeakKb[0] = Math.max(rssPeakKb[0], Load.rssHighWaterKb(child.pid()));
-      child.stop(Duration.ofSeconds(30));
+      // the heap pools' peak is printed by the child's shutdown hook, after its consumer closed
+      child.stop(KafkaConsumerConfig.DEFAULT_SHUTDOWN_TIMEOUT.plusSeconds(30));
       long heapSamplePeak = child.lines().stream().filter(l -> l.startsWith("HEAP ")).mapToLong(l -> Long.parseLong(l.substring(5)))
           .max().orElse(-1);
       long heapPoolPeak = child.lines().stream().filter(l -> l.startsWith("HEAP_PEAK ")).mapToLong(l -> Long.parseLong(l.substring(10)))
           .max().orElse(-1);
       BenchDatabase.Ledger ledger = db.ledger();
-      String mem = "Xmx=" + childHeap + " heap_peak_MiB=" + heapPoolPeak / (1 << 20) + " heap_sampled_peak_MiB="
+      String mem = "Xmx=" + childHeap + " heap_peak_MiB=" + (heapPoolPeak < 0 ? "n/a" : heapPoolPeak / (1 << 20))
+          + " heap_sampled_peak_MiB="
           + heapSamplePeak / (1 << 20) + " rss_peak_MiB=" + rssPeakKb[0] / 1024;
       notes.put(name, mem);
       record(new RunResult(1, name, stream.size(), stream.size() * 1000.0 / Math.max(1, wall), wall, ledger, load), mem);
