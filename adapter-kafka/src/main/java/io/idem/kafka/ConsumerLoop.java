@@ -28,14 +28,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The thread that owns the {@code KafkaConsumer} (which is not thread-safe): polls, runs each
- * record through the pipeline in partition order, commits settled offsets, pauses partitions for
+ * partition's records through the pipeline in partition order ({@link PartitionRunner}: one by
+ * one, or in runs of up to {@link KafkaConsumerConfig#maxBatchSize()} per transaction), commits
+ * settled offsets (after each poll, or per {@link KafkaConsumerConfig#commitInterval()}), pauses partitions for
  * retry backoffs, and commits on revocation and on close. Every consumer call happens on this
  * thread except {@link Consumer#wakeup()}, which Kafka documents as safe from any thread.
  */
 final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);
   private static final Duration POLL_FAILURE_PAUSE = Duration.ofSeconds(1);
-  private static final Duration HEARTBEAT_SAMPLE_INTERVAL = Duration.ofSeconds(1);
+  /** Longest poll while workers run: how late a finished run's partition is resumed at most. */
+  private static final Duration WORKER_CHECK_INTERVAL = Duration.ofMillis(5);
   /**
    * How long the loop may still spend committing and leaving the group once close() interrupted
    * it; close() waits {@link KafkaIdempotentConsumer#AFTER_INTERRUPT} for it.
@@ -44,11 +47,31 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   private final Consumer<byte[], byte[]> consumer;
   private final DeadLetterPublisher deadLetters;
-  private final IdempotentConsumer<?> pipeline;
   private final KafkaConsumerConfig config;
   private final String groupId;
   private final long batchBudgetNanos;
   private final PartitionProgress progress = new PartitionProgress();
+  private final PartitionRunner runner;
+  /** The worker pool when {@link KafkaConsumerConfig#concurrency()} is above 1, else null. */
+  private final @Nullable PartitionWorkers workers;
+  /** What a run on this thread does to the consumer: at once. */
+  private final PartitionRunner.Actions direct = new PartitionRunner.Actions() {
+    @Override
+    public void seek(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
+      consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
+    }
+
+    @Override
+    public void pauseFor(TopicPartition partition, Duration delay) {
+      consumer.pause(List.of(partition));
+      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
+    }
+
+    @Override
+    public void commitSettled() {
+      ConsumerLoop.this.commitSettled("retry");
+    }
+  };
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
@@ -62,16 +85,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private long interruptedAtNanos;
 
   // ---- health, written by the loop thread, read by health() on any thread --------------------
-  private final long startedNanos = System.nanoTime();
+  private final PollHealth pollHealth;
   /** What stopped the loop on its own (a poll error that cannot heal, a VM error); else null. */
   private volatile @Nullable Throwable failure;
-  /** The last poll threw; cleared by the next one that returns. */
-  private volatile boolean pollFailed;
-  private volatile long lastPollNanos;
-  private volatile @Nullable Instant lastPollAt;
-  /** Seconds since the last coordinator heartbeat was sent (-1: none yet), sampled after polls. */
-  private volatile double heartbeatAgeSeconds = -1;
-  private long heartbeatSampledNanos;
   private volatile List<String> assigned = List.of();
   private final Set<TopicPartition> owned = new LinkedHashSet<>();
   private volatile int heldForRetry;
@@ -84,11 +100,16 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       String groupId) {
     this.consumer = consumer;
     this.deadLetters = deadLetters;
-    this.pipeline = pipeline;
     this.config = config;
     this.groupId = groupId;
+    this.pollHealth = new PollHealth(consumer, config);
     // Half of max.poll.interval.ms for one batch leaves room for the commit and the next poll.
     this.batchBudgetNanos = config.maxPollInterval().toNanos() / 2;
+    this.runner = new PartitionRunner(
+        deadLetters, pipeline, progress, config.maxBatchSize(), () -> closing, groupId);
+    this.workers = config.concurrency() == 1 ? null
+        : new PartitionWorkers(config.concurrency(), groupId, consumer, progress, runner, () -> closing,
+            batchBudgetNanos);
   }
 
   @Override
@@ -96,6 +117,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     try {
       consumer.subscribe(config.topics(), this);
       while (!closing && !released) {
+        if (workers != null) {
+          collectRuns(workers);
+        }
         resumeDuePartitions();
         ConsumerRecords<byte[], byte[]> records;
         try {
@@ -113,14 +137,17 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
                 + " not yet committed will be delivered again", groupId, e.toString(), advice.get(), e);
             break;
           }
-          pollFailed = true;
+          pollHealth.pollFailed();
           LOG.error("poll failed for group {}; polling again in {} ms", groupId, POLL_FAILURE_PAUSE.toMillis(), e);
           Thread.sleep(POLL_FAILURE_PAUSE.toMillis());
           continue;
         }
-        polled();
-        Set<TopicPartition> unsettled = records.isEmpty() ? Set.of() : handle(records);
-        if (unsettled != null) {
+        pollHealth.polled();
+        if (workers != null) {
+          workers.dispatch(records);
+        }
+        Set<TopicPartition> unsettled = records.isEmpty() || workers != null ? Set.of() : handle(records);
+        if (unsettled != null && workers == null) {
           // every record up to each partition's next fetch offset is settled, except in the
           // partitions that stopped (seeked back to their first unsettled record): commit the
           // consumer's position, which also covers transaction markers and aborted records
@@ -161,73 +188,40 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
    */
   private @Nullable Set<TopicPartition> handle(ConsumerRecords<byte[], byte[]> records) {
     long deadline = System.nanoTime() + batchBudgetNanos;
-    boolean stop = false;
     Set<TopicPartition> unsettled = new HashSet<>();
     for (TopicPartition partition : records.partitions()) {
-      List<ConsumerRecord<byte[], byte[]>> list = records.records(partition);
-      for (ConsumerRecord<byte[], byte[]> record : list) {
-        if (closing || released) {
-          return null; // finish only the in-flight record; the rest stays uncommitted for the next owner
+      PartitionRunner.Ending ending =
+          runner.run(partition, records.records(partition), direct, () -> closing || released, deadline);
+      switch (ending) {
+        case SETTLED -> { }
+        case ABANDONED -> {
+          return null; // close(): records fetched after the in-flight one are neither settled nor sought back
         }
-        if (stop || System.nanoTime() - deadline > 0) {
-          // bounded work per poll: fetch the rest again after polling
-          stop = true;
-          unsettled.add(partition);
-          consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-          break;
+        case RELEASED -> {
+          released = true;
+          return null;
         }
-        if (!process(partition, record)) {
-          unsettled.add(partition);
-          break; // retried or unsettled: the partition was seeked back; later records come again
-        }
+        default -> unsettled.add(partition); // sought back: its later records come again
       }
     }
     return (closing || released) ? null : unsettled;
   }
 
-  /** A poll returned: the health snapshot's connection facts. */
-  private void polled() {
-    long now = System.nanoTime();
-    pollFailed = false;
-    lastPollNanos = now;
-    lastPollAt = Instant.now();
-    if (now - heartbeatSampledNanos >= HEARTBEAT_SAMPLE_INTERVAL.toNanos()) {
-      heartbeatSampledNanos = now;
-      try {
-        heartbeatAgeSeconds = consumer.metrics().entrySet().stream()
-            .filter(e -> e.getKey().name().equals("last-heartbeat-seconds-ago"))
-            .map(e -> e.getValue().metricValue())
-            .filter(Number.class::isInstance)
-            .mapToDouble(v -> ((Number) v).doubleValue())
-            .findFirst()
-            .orElse(-1);
-      } catch (RuntimeException e) {
-        heartbeatAgeSeconds = -1; // a wrapped consumer without metrics: judge by polls alone
-      }
+  /** Does what the finished worker runs asked ({@link PartitionWorkers#collect}), commits if asked. */
+  private void collectRuns(PartitionWorkers pool) {
+    PartitionWorkers.Collected collected = pool.collect(owned, closing);
+    released |= collected.released();
+    if (collected.commit()) {
+      commitSettled("retry");
     }
   }
 
   /**
-   * Whether the consumer is connected as far as its client knows: the loop runs, the last poll
-   * returned without an error within {@code max.poll.interval.ms} (beyond it the client leaves the
-   * group), and the last coordinator heartbeat was sent within {@code session.timeout.ms} (beyond
-   * it the group coordinator has dropped the member; a consumer that never sent one gets that long
-   * from its start to join). Thread-safe.
+   * Whether the consumer is connected as far as its client knows ({@link PollHealth#connected});
+   * thread-safe.
    */
   boolean connected() {
-    if (exited || pollFailed || lastPollNanos == 0) {
-      return false;
-    }
-    long now = System.nanoTime();
-    if (now - lastPollNanos > config.maxPollInterval().toNanos()) {
-      return false;
-    }
-    double session = config.sessionTimeout().toMillis() / 1000.0;
-    double heartbeat = heartbeatAgeSeconds;
-    if (heartbeat < 0 || heartbeat * 1e9 >= now - startedNanos) {
-      return now - startedNanos <= config.sessionTimeout().toNanos(); // no heartbeat yet
-    }
-    return heartbeat <= session;
+    return !exited && pollHealth.connected();
   }
 
   /** The assigned partitions as {@code topic-partition}; thread-safe. */
@@ -237,7 +231,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   /** When the last poll returned without an error, or null; thread-safe. */
   @Nullable Instant lastPollAt() {
-    return lastPollAt;
+    return pollHealth.lastPollAt();
   }
 
   /** Records held back for a retry backoff: one per partition paused for it; thread-safe. */
@@ -255,81 +249,6 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     heldForRetry = progress.pausedCount();
   }
 
-  /** Processes one record; returns whether it was settled. */
-  private boolean process(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) {
-    int attempt = progress.attemptFor(partition, record.offset());
-    KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
-    KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
-    try {
-      pipeline.process(message, acknowledgement);
-    } catch (VirtualMachineError e) {
-      // out of memory, a broken VM: stop the loop (run() logs it); this record stays uncommitted
-      throw e;
-    } catch (Throwable e) {
-      // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
-      // threw something the pipeline does not catch: a failure of this record, never of the loop
-      if (acknowledgement.decision() == KafkaAcknowledgement.Decision.NONE) {
-        Duration delay = pipeline.retryPolicy().backoff(attempt);
-        LOG.error("record {} could not be settled; it stays uncommitted and comes back in {} ms",
-            message.brokerMessageId(), delay.toMillis(), e);
-        deliverAgain(partition, record, attempt, delay);
-        return false;
-      }
-      // thrown after the acknowledgement decided (e.g. by a listener's onOutcome): the decision
-      // stands — processing the record again would repeat its dead-letter copy
-      LOG.error("record {} was settled ({}), then processing threw; the decision stands",
-          message.brokerMessageId(), acknowledgement.decision(), e);
-    }
-    switch (acknowledgement.decision()) {
-      case ACK, DEAD_LETTERED -> {
-        progress.settled(partition, record.offset(), record.leaderEpoch());
-        return true;
-      }
-      case RELEASED -> {
-        // close() interrupted the handler: not the record's failure and not an attempt. Nothing is
-        // committed for it (no commit either while the interrupt flag is set: the client would
-        // throw); the loop ends and shutdown() commits what was settled before it.
-        progress.failed(partition, record.offset(), attempt - 1);
-        consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-        if (closing) {
-          released = true;
-        } else if (Thread.interrupted()) {
-          // not close(): a handler that restored an interrupt it caught. The flag would fail the
-          // next poll and end the loop; the record comes back, not counted
-          LOG.warn("record {} was handed back because processing left the consumer thread of group {}"
-              + " interrupted; the flag is cleared: the consumer is stopped by close()",
-              message.brokerMessageId(), groupId);
-        }
-        return false;
-      }
-      case RETRY -> {
-        // a store outage is not the record's failure: it comes back with the same attempt
-        int used = acknowledgement.countsAsAttempt() ? attempt : attempt - 1;
-        deliverAgain(partition, record, used, acknowledgement.delay());
-        return false;
-      }
-      default -> {
-        Duration delay = pipeline.retryPolicy().backoff(attempt);
-        LOG.error("the pipeline settled record {} neither way; it stays uncommitted and comes back in {} ms",
-            message.brokerMessageId(), delay.toMillis());
-        deliverAgain(partition, record, attempt, delay);
-        return false;
-      }
-    }
-  }
-
-  /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */
-  private void deliverAgain(
-      TopicPartition partition, ConsumerRecord<byte[], byte[]> record, int attempt, Duration delay) {
-    commitSettled("retry");
-    consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
-    progress.failed(partition, record.offset(), attempt);
-    if (!delay.isZero()) {
-      consumer.pause(List.of(partition));
-      progress.pauseUntil(partition, System.nanoTime() + delay.toNanos());
-    }
-  }
-
   private void resumeDuePartitions() {
     List<TopicPartition> due = progress.dueForResume(System.nanoTime());
     if (!due.isEmpty()) {
@@ -343,6 +262,9 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   private Duration nextPollTimeout() {
     long max = config.pollTimeout().toNanos();
+    if (workers != null && workers.anyBusy()) {
+      max = Math.min(max, WORKER_CHECK_INTERVAL.toNanos()); // collect finished runs soon
+    }
     long untilResume = progress.nanosUntilNextResume(System.nanoTime()).orElse(max);
     return Duration.ofNanos(Math.min(max, untilResume));
   }
@@ -387,6 +309,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   @Override
   public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+    finishRuns(partitions, "revoked");
     commit(progress.toCommit(partitions), "revoke");
     progress.forget(partitions);
     owned.removeAll(partitions);
@@ -400,9 +323,17 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   public void onPartitionsLost(Collection<TopicPartition> partitions) {
     LOG.warn("group {}: partitions lost {} (settled offsets not committed will be delivered again)",
         groupId, partitions);
+    finishRuns(partitions, "lost");
     progress.forget(partitions);
     owned.removeAll(partitions);
     publishAssignment();
+  }
+
+  /** Ends the worker runs of {@code partitions} ({@link PartitionWorkers#finish}) before they go. */
+  private void finishRuns(Collection<TopicPartition> partitions, String why) {
+    if (workers != null && !partitions.isEmpty()) {
+      workers.finish(partitions, why);
+    }
   }
 
   @Override
@@ -456,6 +387,16 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       interruptedAtNanos = System.nanoTime();
     }
     try {
+      if (workers != null) {
+        interrupted |= workers.close(interrupted, this::remaining, () -> {
+          interruptedAtNanos = interruptedAtNanos != 0 ? interruptedAtNanos : System.nanoTime();
+        });
+        try {
+          collectRuns(workers);
+        } catch (RuntimeException | Error e) {
+          LOG.warn("group {}: a worker failed while closing: {}", groupId, e.toString());
+        }
+      }
       try {
         commitSettled("close");
       } catch (RuntimeException e) {

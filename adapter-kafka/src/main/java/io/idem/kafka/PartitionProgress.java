@@ -15,7 +15,9 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * What the consumer loop knows per partition: the next offset to commit (one past the last
  * settled record), the offset last committed, the delivery attempt of a record being retried, and
- * when a paused partition resumes. Confined to the loop thread; not thread-safe.
+ * when a paused partition resumes. Thread-safe (every method synchronized): with {@link
+ * KafkaConsumerConfig#concurrency()} above 1 the workers record what they settle while the polling
+ * thread commits.
  *
  * <p>Offsets only move forward: a settled offset below what is already settled or committed is
  * ignored, and {@link #toCommit} returns only offsets above the committed ones, so a commit never
@@ -28,7 +30,7 @@ final class PartitionProgress {
   private final Map<TopicPartition, Long> resumeAtNanos = new LinkedHashMap<>();
 
   /** The attempt the record at {@code offset} is on: one more than its last failure, else 1. */
-  int attemptFor(TopicPartition partition, long offset) {
+  synchronized int attemptFor(TopicPartition partition, long offset) {
     long[] last = attempts.get(partition);
     return last != null && last[0] == offset ? (int) Math.min(Integer.MAX_VALUE, last[1] + 1) : 1;
   }
@@ -38,12 +40,12 @@ final class PartitionProgress {
    * counted (0 when none did, e.g. only store outages so far), so the next one is
    * {@code attempt + 1}.
    */
-  void failed(TopicPartition partition, long offset, int attempt) {
+  synchronized void failed(TopicPartition partition, long offset, int attempt) {
     attempts.put(partition, new long[] {offset, attempt});
   }
 
   /** The record at {@code offset} is settled (processed, duplicate or dead-lettered). */
-  void settled(TopicPartition partition, long offset, Optional<Integer> leaderEpoch) {
+  synchronized void settled(TopicPartition partition, long offset, Optional<Integer> leaderEpoch) {
     attempts.remove(partition);
     long next = offset + 1;
     OffsetAndMetadata current = settled.get(partition);
@@ -58,7 +60,7 @@ final class PartitionProgress {
    * offset becomes the offset to commit, if it is ahead. Called only when no record before it is
    * unsettled.
    */
-  void caughtUp(TopicPartition partition, OffsetAndMetadata next) {
+  synchronized void caughtUp(TopicPartition partition, OffsetAndMetadata next) {
     OffsetAndMetadata current = settled.get(partition);
     if (current == null || current.offset() < next.offset()) {
       settled.put(partition, new OffsetAndMetadata(next.offset(), next.leaderEpoch(), ""));
@@ -66,17 +68,17 @@ final class PartitionProgress {
   }
 
   /** How many partitions are paused for a retry backoff (each holds one record back). */
-  int pausedCount() {
+  synchronized int pausedCount() {
     return resumeAtNanos.size();
   }
 
   /** The broker's committed offset at assignment, so that no commit goes below it. */
-  void knownCommitted(TopicPartition partition, long offset) {
+  synchronized void knownCommitted(TopicPartition partition, long offset) {
     committed.merge(partition, offset, Math::max);
   }
 
   /** Settled offsets above the committed ones, for partitions in {@code owned}. */
-  Map<TopicPartition, OffsetAndMetadata> toCommit(Collection<TopicPartition> owned) {
+  synchronized Map<TopicPartition, OffsetAndMetadata> toCommit(Collection<TopicPartition> owned) {
     Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
     for (TopicPartition partition : owned) {
       OffsetAndMetadata next = settled.get(partition);
@@ -88,27 +90,27 @@ final class PartitionProgress {
   }
 
   /** {@code offsets} were committed. */
-  void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
+  synchronized void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
     offsets.forEach((partition, offset) -> committed.merge(partition, offset.offset(), Math::max));
   }
 
   /** The committed offset last known for {@code partition}, if any. */
-  OptionalLong committedOffset(TopicPartition partition) {
+  synchronized OptionalLong committedOffset(TopicPartition partition) {
     Long offset = committed.get(partition);
     return offset == null ? OptionalLong.empty() : OptionalLong.of(offset);
   }
 
   /** {@code partition} is paused until {@code nanoTime}. */
-  void pauseUntil(TopicPartition partition, long nanoTime) {
+  synchronized void pauseUntil(TopicPartition partition, long nanoTime) {
     resumeAtNanos.put(partition, nanoTime);
   }
 
-  boolean isPaused(TopicPartition partition) {
+  synchronized boolean isPaused(TopicPartition partition) {
     return resumeAtNanos.containsKey(partition);
   }
 
   /** Removes and returns the paused partitions due at {@code nanoTime}. */
-  List<TopicPartition> dueForResume(long nanoTime) {
+  synchronized List<TopicPartition> dueForResume(long nanoTime) {
     List<TopicPartition> due = new ArrayList<>();
     for (Iterator<Map.Entry<TopicPartition, Long>> it = resumeAtNanos.entrySet().iterator(); it.hasNext(); ) {
       Map.Entry<TopicPartition, Long> entry = it.next();
@@ -121,14 +123,14 @@ final class PartitionProgress {
   }
 
   /** Nanoseconds from {@code nanoTime} until the next paused partition resumes, if any. */
-  OptionalLong nanosUntilNextResume(long nanoTime) {
+  synchronized OptionalLong nanosUntilNextResume(long nanoTime) {
     return resumeAtNanos.values().stream()
         .mapToLong(at -> Math.max(0, at - nanoTime))
         .min();
   }
 
   /** Forgets everything about {@code partitions} (revoked, lost or newly assigned). */
-  void forget(Collection<TopicPartition> partitions) {
+  synchronized void forget(Collection<TopicPartition> partitions) {
     for (TopicPartition partition : partitions) {
       settled.remove(partition);
       committed.remove(partition);

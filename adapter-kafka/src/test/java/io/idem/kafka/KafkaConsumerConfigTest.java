@@ -27,9 +27,19 @@ class KafkaConsumerConfigTest {
     assertThat(config.maxPollRecords()).isEqualTo(KafkaConsumerConfig.DEFAULT_MAX_POLL_RECORDS);
     assertThat(config.pollTimeout()).isEqualTo(KafkaConsumerConfig.DEFAULT_POLL_TIMEOUT);
     assertThat(config.commitInterval()).isEqualTo(KafkaConsumerConfig.DEFAULT_COMMIT_INTERVAL);
+    assertThat(config.maxBatchSize()).isEqualTo(KafkaConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
     assertThat(config.shutdownTimeout()).isEqualTo(KafkaConsumerConfig.DEFAULT_SHUTDOWN_TIMEOUT);
     assertThat(config.deadLetterTopic("orders")).isEqualTo("orders.DLT");
     assertThat(config.maxPollInterval()).isEqualTo(Duration.ofMinutes(5));
+  }
+
+  @Test
+  void maxBatchSizeIsAtLeastOne() {
+    assertThat(valid().maxBatchSize(1).build().maxBatchSize()).isEqualTo(1);
+    assertThat(valid().maxBatchSize(500).build().maxBatchSize()).isEqualTo(500);
+    assertThatThrownBy(() -> valid().maxBatchSize(0).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("maxBatchSize must be >= 1, but was 0");
   }
 
   @Test

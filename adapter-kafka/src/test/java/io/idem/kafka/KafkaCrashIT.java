@@ -42,7 +42,22 @@ class KafkaCrashIT extends KafkaITSupport {
     crashAndRecover(CrashPoint.DURING_ACK);
   }
 
+  @Test
+  void crashAfterTheHandlersOfABatchWroteButBeforeItsCommit() {
+    crashAndRecover(CrashPoint.AFTER_HANDLER, 20);
+  }
+
+  @Test
+  void crashAfterTheDatabaseCommitOfABatchButBeforeItsOffsetCommit() {
+    crashAndRecover(CrashPoint.AFTER_COMMIT, 20);
+  }
+
   private void crashAndRecover(CrashPoint point) {
+    crashAndRecover(point, 1);
+  }
+
+  /** {@code batch}: the consumer's maxBatchSize (1: per-message mode). */
+  private void crashAndRecover(CrashPoint point, int batch) {
     for (int i = 0; i < KEYS; i++) {
       publish(i % 3, "e-" + i, "{\"n\":" + i + "}");
       if (i % (KEYS / DUPLICATES) == 0) {
@@ -51,7 +66,7 @@ class KafkaCrashIT extends KafkaITSupport {
     }
 
     String crashedKey;
-    try (ChildJvm victim = child("victim", point)) {
+    try (ChildJvm victim = child("victim", point, batch)) {
       int status = victim.waitFor(Duration.ofSeconds(90));
       assertThat(status).isEqualTo(CrashInjector.EXIT_STATUS);
       String line = victim.lines().stream().filter(l -> l.startsWith("IDEM-CRASH " + point + " "))
@@ -69,7 +84,7 @@ class KafkaCrashIT extends KafkaITSupport {
     assertThat(appliedBeforeRestart).isBetween(1, KEYS - 1);
     assertThat(lag()).isPositive();
 
-    try (ChildJvm survivor = child("survivor", null)) {
+    try (ChildJvm survivor = child("survivor", null, batch)) {
       await("every event applied").atMost(TIMEOUT).until(() -> effects.distinctKeys() == KEYS);
       awaitSettled();
       assertThat(survivor.isAlive()).isTrue();
@@ -82,7 +97,7 @@ class KafkaCrashIT extends KafkaITSupport {
     assertThat(lag()).isZero();
   }
 
-  private ChildJvm child(String name, CrashPoint point) {
+  private ChildJvm child(String name, CrashPoint point, int batch) {
     PostgresFixture postgres = PostgresFixture.shared();
     List<String> jvmArgs = new ArrayList<>(List.of(
         "-Xmx256m",
@@ -92,7 +107,8 @@ class KafkaCrashIT extends KafkaITSupport {
         "-Didem.test.jdbc-url=" + postgres.jdbcUrl(),
         "-Didem.test.jdbc-user=" + postgres.user(),
         "-Didem.test.jdbc-password=" + postgres.password(),
-        "-Didem.test.schema=" + dataSource.getSchema()));
+        "-Didem.test.schema=" + dataSource.getSchema(),
+        "-Didem.test.batch=" + batch));
     if (point != null) {
       jvmArgs.add("-Didem.crash.point=" + point.name());
       // DURING_ACK passes once per offset commit, the others once per record

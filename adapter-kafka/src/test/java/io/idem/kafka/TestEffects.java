@@ -39,6 +39,34 @@ final class TestEffects {
     }
   }
 
+  /** Writes one effect row per message with one multi-row INSERT, inside the handler's transaction. */
+  static void recordAll(SqlSession session, java.util.List<io.idem.KeyedMessage> messages) throws SQLException {
+    String values = String.join(", ", java.util.Collections.nCopies(messages.size(), "(?, ?)"));
+    try (PreparedStatement ps = session.getConnection()
+        .prepareStatement("INSERT INTO " + TABLE + " (idem_key, payload) VALUES " + values)) {
+      int i = 1;
+      for (io.idem.KeyedMessage m : messages) {
+        ps.setString(i++, m.key().value());
+        ps.setBytes(i++, m.message().payload());
+      }
+      ps.executeUpdate();
+    }
+  }
+
+  /** The keys of the effect rows in the order they were written (by their bigserial id). */
+  java.util.List<String> keysInOrder() {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT idem_key FROM " + TABLE + " ORDER BY id")) {
+      java.util.List<String> keys = new java.util.ArrayList<>();
+      while (rs.next()) {
+        keys.add(rs.getString(1));
+      }
+      return keys;
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not read effects: " + e.getMessage(), e);
+    }
+  }
+
   int count(String key) {
     return query("SELECT count(*) FROM " + TABLE + " WHERE idem_key = ?", key);
   }

@@ -30,7 +30,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * The demo's consumer, run as a child process that the demo kills at random moments. It is what
  * an application using Idem looks like: a MyBatis store, a handler doing one mapper call, and an
- * adapter consumer. Arguments: {@code --broker= --destination= --group= --schema=} plus the
+ * adapter consumer. Arguments: {@code --broker= --destination= --group= --schema=}, optionally
+ * {@code --batch=} (most messages per transaction, default 1: per-message mode), plus the
  * brokers' connection arguments; {@code --broker} and {@code --destination} may list several
  * brokers, comma-separated (a migration: one consumer group and one store, an adapter per broker).
  * Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled delivery, and
@@ -54,13 +55,20 @@ public final class ConsumerProcess {
    */
   static ChildJvm start(String name, List<DemoBroker> brokers, List<String> destinations, String group,
       String schema, List<String> jvmArgs, Consumer<String> out) {
+    return start(name, brokers, destinations, group, schema, 1, jvmArgs, out);
+  }
+
+  /** As above, with at most {@code maxBatchSize} messages per transaction (1: per-message mode). */
+  static ChildJvm start(String name, List<DemoBroker> brokers, List<String> destinations, String group,
+      String schema, int maxBatchSize, List<String> jvmArgs, Consumer<String> out) {
     if (brokers.isEmpty() || brokers.size() != destinations.size()) {
       throw new IllegalArgumentException("brokers and destinations must be as many and not empty, but were "
           + brokers.size() + " and " + destinations.size());
     }
     List<String> args = new ArrayList<>(List.of(
         "--broker=" + brokers.stream().map(DemoBroker::name).collect(Collectors.joining(",")),
-        "--destination=" + String.join(",", destinations), "--group=" + group, "--schema=" + schema));
+        "--destination=" + String.join(",", destinations), "--group=" + group, "--schema=" + schema,
+        "--batch=" + maxBatchSize));
     brokers.forEach(b -> args.addAll(b.connectionArgs()));
     List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false",
         "-Didem.fixtures.announce=false"));
@@ -87,13 +95,14 @@ public final class ConsumerProcess {
     DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4 * brokerNames.size());
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(db.sessions()).build();
     CrashInjector crashes = CrashInjector.fromSystemProperties();
+    int maxBatchSize = Integer.parseInt(options.getOrDefault("batch", "1"));
     List<DemoBroker> brokers = new ArrayList<>();
     List<BrokerConsumer> consumers = new ArrayList<>();
     for (int i = 0; i < brokerNames.size(); i++) {
       DemoBroker broker = DemoBrokers.forConsumer(brokerNames.get(i), options);
       brokers.add(broker);
       consumers.add(broker.consumer(destinations.get(i), pipeline(store, required(options, "group"),
-          broker.name(), crashes)));
+          broker.name(), crashes), maxBatchSize));
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -42,6 +42,8 @@ import picocli.CommandLine.Spec;
       "  deliveries          estimate (>=): the outcomes the consumer reported, and at",
       "                      least effects + duplicates skipped + dead letters; one",
       "                      settled just before a SIGKILL goes unreported",
+      "  mode                per-message, or batch N (--batch N: at most N messages",
+      "                      per database transaction)",
       "  events/s            events published / seconds from the first consumer start",
       "                      to the last message settled",
       "%nExit status: 0 when every order was applied exactly once; 1 when an effect is",
@@ -92,6 +94,11 @@ public final class DemoMain implements Callable<Integer> {
   @Option(names = "--crashes", defaultValue = "3",
       description = "How many times the consumer is killed mid-stream (default: ${DEFAULT-VALUE}).")
   int crashes;
+
+  @Option(names = "--batch", paramLabel = "N", defaultValue = "1",
+      description = "Most messages per database transaction in the consumer: 1 is per-message mode, N > 1"
+          + " batch mode (one claim, one COMMIT per batch; default: ${DEFAULT-VALUE}).")
+  int batch;
 
   @Option(names = "--seed", description = "Random seed (default: time-based).")
   Long seed;
@@ -165,6 +172,12 @@ public final class DemoMain implements Callable<Integer> {
     if (crashes < 0) {
       throw usageError("--crashes must be >= 0, but was " + crashes);
     }
+    if (batch < 1) {
+      throw usageError("--batch must be >= 1, but was " + batch);
+    }
+    if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
+      throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
+    }
     if (broker != null && (migrateFrom != null || migrateTo != null)) {
       throw usageError(
           "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
@@ -210,7 +223,8 @@ public final class DemoMain implements Callable<Integer> {
       try (DemoBroker b = DemoBrokers.create(name)) {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
-            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).output(out::println).build().run();
+            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).output(out::println)
+            .build().run();
         out.println(ledger.describe());
         ledgers.add(ledger);
       } catch (RuntimeException e) {
@@ -224,6 +238,7 @@ public final class DemoMain implements Callable<Integer> {
     }
     if (names.size() > 1) {
       out.println();
+      out.println("mode: " + (batch == 1 ? "per-message" : "batch " + batch));
       out.print(Ledger.table(ledgers));
       out.println("deliveries and duplicates are estimates, at least the figure shown; see --help for how each"
           + " figure is counted");

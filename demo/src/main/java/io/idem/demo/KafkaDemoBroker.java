@@ -99,9 +99,15 @@ final class KafkaDemoBroker implements DemoBroker {
 
   @Override
   public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline) {
+    return consumer(topic, pipeline, 1);
+  }
+
+  @Override
+  public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline, int maxBatchSize) {
     KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrap, topic)
         .consumerProperty("group.instance.id", "idem-demo-consumer")
         .consumerProperty("session.timeout.ms", 10_000)
+        .maxBatchSize(maxBatchSize)
         .build();
     return KafkaIdempotentConsumer.create(config, pipeline);
   }

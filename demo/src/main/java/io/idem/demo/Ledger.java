@@ -34,6 +34,8 @@ import org.jspecify.annotations.Nullable;
  * @param seconds wall time from the first consumer start to the last message settled
  * @param unplannedDeaths consumer processes that died neither killed by the run nor halted at the
  *     planned crash point (a bug, an OOM, a crash at the wrong place): any fails the run
+ * @param maxBatchSize the consumer's most messages per transaction ({@code --batch}): 1 is
+ *     per-message mode
  */
 public record Ledger(
     String broker,
@@ -52,14 +54,20 @@ public record Ledger(
     int plannedCrashes,
     @Nullable CrashPoint crashPoint,
     double seconds,
-    int unplannedDeaths) {
+    int unplannedDeaths,
+    int maxBatchSize) {
 
-  /** A ledger of a run in which no consumer died unplanned. */
+  /** A ledger of a per-message run ({@code maxBatchSize} 1) in which no consumer died unplanned. */
   public Ledger(String broker, long published, long uniqueOrders, long deliveries, long duplicatesSkipped,
       long effects, long markers, long doubled, long missing, long deadLettered, long expectedDeadLetters,
       long wrongDeadLetters, int crashes, int plannedCrashes, @Nullable CrashPoint crashPoint, double seconds) {
     this(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled, missing,
-        deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds, 0);
+        deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds, 0, 1);
+  }
+
+  /** {@code per-message} or {@code batch N}: the consumer's mode. */
+  public String mode() {
+    return maxBatchSize <= 1 ? "per-message" : "batch " + maxBatchSize;
   }
 
   /**
@@ -128,8 +136,10 @@ public record Ledger(
             ? "(SIGKILL at random points)" : "(halted at " + crashPoint + ")"),
         row("unplanned deaths", (long) unplannedDeaths, "(consumer processes that died unplanned: the run stops"
             + (unplannedDeaths > 0 ? "; FAILED" : "") + ")"),
+        row("mode", mode(), maxBatchSize <= 1 ? "(one transaction per message; --batch N for batches)"
+            : "(at most " + maxBatchSize + " messages per transaction: --batch " + maxBatchSize + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
-            String.format(Locale.ROOT, "(events published / %.1f s from the first consumer start to the last"
+            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to the last"
                 + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
         row("result", ok() ? "OK" : "FAILED", ok() ? "(every order applied exactly once)"
             : "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths)"));

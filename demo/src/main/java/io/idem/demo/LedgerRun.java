@@ -41,6 +41,7 @@ public final class LedgerRun {
   private final long seed;
   private final Duration timeout;
   private final boolean keepSchema;
+  private final int maxBatchSize;
   private final Consumer<String> out;
 
   private LedgerRun(Builder b) {
@@ -53,6 +54,7 @@ public final class LedgerRun {
     this.seed = b.seed;
     this.timeout = b.timeout;
     this.keepSchema = b.keepSchema;
+    this.maxBatchSize = b.maxBatchSize;
     this.out = b.out;
   }
 
@@ -172,7 +174,7 @@ public final class LedgerRun {
       }
       Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique,
           seen.deliveries(), seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(),
-          deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds, unexpectedExits);
+          deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds, unexpectedExits, maxBatchSize);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         broker.deleteDestination(destination);
@@ -209,7 +211,7 @@ public final class LedgerRun {
       jvmArgs.add("-Didem.crash.after=" + crashAfter(unique - db.ordersApplied(), crashes - crashed, random));
     }
     return ConsumerProcess.start("consumer-" + generation, List.of(broker), List.of(destination), group,
-        db.schema, jvmArgs, out);
+        db.schema, maxBatchSize, jvmArgs, out);
   }
 
   /**
@@ -247,6 +249,7 @@ public final class LedgerRun {
     private long seed = System.nanoTime();
     private Duration timeout = Duration.ofMinutes(10);
     private boolean keepSchema;
+    private int maxBatchSize = 1;
     private Consumer<String> out = System.out::println;
 
     private Builder(DemoBroker broker) {
@@ -300,6 +303,15 @@ public final class LedgerRun {
       return this;
     }
 
+    /**
+     * Most messages per transaction in the consumer ({@code --batch}); default 1, per-message
+     * mode. A broker whose adapter has no batch mode fails the run when it is above 1.
+     */
+    public Builder maxBatchSize(int value) {
+      this.maxBatchSize = value;
+      return this;
+    }
+
     /** Where progress lines go; default standard output. */
     public Builder output(Consumer<String> value) {
       this.out = Objects.requireNonNull(value, "output");
@@ -315,6 +327,9 @@ public final class LedgerRun {
       }
       if (crashes < 0) {
         throw new IllegalArgumentException("crashes must be >= 0, but was " + crashes);
+      }
+      if (maxBatchSize < 1) {
+        throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
       }
       if (poisonMessages < 0) {
         throw new IllegalArgumentException("poisonMessages must be >= 0, but was " + poisonMessages);

@@ -21,9 +21,9 @@ class LedgerTest {
   @Test
   void aConsumerThatDiedUnplannedFailsTheRunEvenWithEveryOrderAppliedOnce() {
     Ledger clean = new Ledger("rabbitmq", 1000, 800, 1040, 240, 800, 800, 0, 0, 3, 3, 0, 3, 3,
-        CrashPoint.DURING_ACK, 4.0, 0);
+        CrashPoint.DURING_ACK, 4.0, 0, 1);
     Ledger died = new Ledger("rabbitmq", 1000, 800, 1040, 240, 800, 800, 0, 0, 3, 3, 0, 3, 3,
-        CrashPoint.DURING_ACK, 4.0, 1);
+        CrashPoint.DURING_ACK, 4.0, 1, 1);
 
     assertThat(clean.ok()).isTrue();
     assertThat(died.ok()).isFalse();

@@ -25,7 +25,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Afterwards the business table holds every order exactly once, and the dead-letter destination
  * holds every keyless message and nothing else (read back from the broker).
  *
- * <p>CI scale: 240 events, 1 crash, 3 keyless messages per case (20 cases, each starting two
+ * <p>Batch mode ({@code --batch}, {@link #BATCH} messages per transaction) has its own cases: a
+ * random SIGKILL and a halt between the database commit and the acknowledgement, on every broker.
+ *
+ * <p>CI scale: 240 events, 1 crash, 3 keyless messages per case (28 cases, each starting two
  * child JVMs); {@code -Didem.it.scale=full} (profile {@code long}): 3,000 events, 4 crashes, 20
  * keyless messages.
  */
@@ -33,6 +36,8 @@ class CrashMatrixIT {
   private static final int EVENTS = Scale.events(240, 3_000);
   private static final int CRASHES = Scale.events(1, 4);
   private static final int KEYLESS = Scale.events(3, 20);
+  /** Most messages per transaction in the batch-mode cases. */
+  static final int BATCH = 20;
 
   /** A crash point of {@link CrashPoint}, or {@code RANDOM_SIGKILL}: killed from outside. */
   static Stream<Arguments> brokersAndCrashPoints() {
@@ -51,11 +56,33 @@ class CrashMatrixIT {
     return cases.stream();
   }
 
+  /** The batch-mode cases: a random SIGKILL and a halt after the commit, on every broker. */
+  static Stream<Arguments> brokersAndBatchCrashPoints() {
+    List<Arguments> cases = new ArrayList<>();
+    for (String broker : DemoBrokers.NAMES) {
+      cases.add(Arguments.of(broker, "RANDOM_SIGKILL"));
+      cases.add(Arguments.of(broker, CrashPoint.AFTER_COMMIT.name()));
+    }
+    return cases.stream();
+  }
+
   @ParameterizedTest(name = "{0}, consumer killed at {1}")
   @MethodSource("brokersAndCrashPoints")
   @Timeout(value = 5, unit = TimeUnit.MINUTES)
   void everyOrderIsAppliedOnceAndOnlyTheKeylessMessagesAreDeadLettered(String brokerName, String point)
       throws Exception {
+    crashAndCheck(brokerName, point, 1);
+  }
+
+  @ParameterizedTest(name = "{0}, batch mode, consumer killed at {1}")
+  @MethodSource("brokersAndBatchCrashPoints")
+  @Timeout(value = 5, unit = TimeUnit.MINUTES)
+  void inBatchModeEveryOrderIsAppliedOnceAndOnlyTheKeylessMessagesAreDeadLettered(String brokerName, String point)
+      throws Exception {
+    crashAndCheck(brokerName, point, BATCH);
+  }
+
+  private static void crashAndCheck(String brokerName, String point, int maxBatchSize) throws Exception {
     @Nullable CrashPoint crashPoint = point.equals("RANDOM_SIGKILL") ? null : CrashPoint.valueOf(point);
     long seed = Long.getLong("idem.it.seed", System.nanoTime());
     Ledger ledger;
@@ -68,11 +95,13 @@ class CrashMatrixIT {
           .crashPoint(crashPoint)
           .poisonMessages(KEYLESS)
           .seed(seed)
+          .maxBatchSize(maxBatchSize)
           .timeout(Duration.ofMinutes(4))
           .build()
           .run();
     }
     System.out.println(ledger.describe());
+    assertThat(ledger.mode()).isEqualTo(maxBatchSize == 1 ? "per-message" : "batch " + maxBatchSize);
 
     assertThat(ledger.crashes()).as("crashes that happened (seed %d)", seed).isEqualTo(CRASHES);
     assertThat(ledger.doubled()).as("orders applied more than once (seed %d)", seed).isZero();

@@ -1,0 +1,40 @@
+package io.idem.benchmarks;
+
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import org.apache.ibatis.mapping.Environment;
+import org.apache.ibatis.session.Configuration;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.apache.ibatis.session.SqlSessionFactoryBuilder;
+import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
+
+/** PostgreSQL chores: the server's settings for the record, a MyBatis factory on a run's pool. */
+final class Postgres {
+  private Postgres() {}
+
+  /** The server version and the settings that decide a commit's cost. */
+  static String settings(String url, String user, String password) {
+    StringBuilder b = new StringBuilder();
+    try (Connection c = DriverManager.getConnection(url, BenchDatabase.props(user, password));
+        Statement s = c.createStatement()) {
+      for (String name : new String[] {"server_version", "fsync", "synchronous_commit", "full_page_writes",
+          "wal_sync_method", "shared_buffers", "max_wal_size", "checkpoint_timeout"}) {
+        try (ResultSet rs = s.executeQuery("SHOW " + name)) {
+          rs.next();
+          b.append(name).append('=').append(rs.getString(1)).append(' ');
+        }
+      }
+    } catch (SQLException e) {
+      return "? (" + e.getMessage() + ")";
+    }
+    return b.toString().trim();
+  }
+
+  static SqlSessionFactory sessions(BenchDatabase db) {
+    return new SqlSessionFactoryBuilder().build(
+        new Configuration(new Environment("bench-purge", new JdbcTransactionFactory(), db.dataSource)));
+  }
+}

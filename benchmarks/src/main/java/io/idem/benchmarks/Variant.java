@@ -1,0 +1,37 @@
+package io.idem.benchmarks;
+
+/** The consumers measured side by side. */
+enum Variant {
+  /** Idem's {@code KafkaIdempotentConsumer} exactly as the README's Kafka quick start. */
+  IDEM("idem", true),
+  /** Idem in batch mode ({@code maxBatchSize}), the same per-message handler. */
+  IDEM_BATCH("idem-batch", true),
+  /** Idem in batch mode with a {@code BatchMessageHandler} writing one multi-row INSERT. */
+  IDEM_BATCH_HANDLER("idem-batch-handler", true),
+  /** A plain KafkaConsumer, one JDBC transaction per record, no dedup. */
+  RAW_PER_RECORD("raw-tx", false),
+  /** A plain KafkaConsumer, one transaction and one multi-row INSERT per poll, no dedup. */
+  RAW_BATCHED("raw-batch", false);
+
+  final String label;
+  final boolean idem;
+
+  Variant(String label, boolean idem) {
+    this.label = label;
+    this.idem = idem;
+  }
+
+  boolean batch() {
+    return this == IDEM_BATCH || this == IDEM_BATCH_HANDLER;
+  }
+
+  static Variant of(String label) {
+    for (Variant v : values()) {
+      if (v.label.equals(label)) {
+        return v;
+      }
+    }
+    throw new IllegalArgumentException("variant must be one of idem, idem-batch, idem-batch-handler, raw-tx,"
+        + " raw-batch, but was '" + label + "'");
+  }
+}
