@@ -23,16 +23,25 @@ final class ProcessedEventsMapper {
    * already are: one namespace per table, registered once per Configuration.
    */
   static String register(Configuration configuration, TableName table) {
-    String namespace = "io.idem.store.jdbc.ProcessedEvents." + table.qualified();
+    return register(configuration, table, MAPPER_TEMPLATE, "ProcessedEvents", "claim");
+  }
+
+  /**
+   * The namespace of {@code template}'s statements for {@code table} ({@code
+   * io.idem.store.jdbc.<prefix>.<table>}), registered unless {@code probe} already is.
+   */
+  static String register(
+      Configuration configuration, TableName table, String template, String prefix, String probe) {
+    String namespace = "io.idem.store.jdbc." + prefix + "." + table.qualified();
     synchronized (configuration) {
-      if (configuration.hasStatement(namespace + ".claim", false)) {
+      if (configuration.hasStatement(namespace + "." + probe, false)) {
         return namespace;
       }
-      String xml = readResource(MAPPER_TEMPLATE)
+      String xml = readResource(template)
           .replace("__NAMESPACE__", namespace)
           .replace("__TABLE__", table.qualified());
       InputStream in = new ByteArrayInputStream(xml.getBytes(StandardCharsets.UTF_8));
-      new XMLMapperBuilder(in, configuration, MAPPER_TEMPLATE + "#" + table.qualified(),
+      new XMLMapperBuilder(in, configuration, template + "#" + table.qualified(),
               configuration.getSqlFragments())
           .parse();
     }
