@@ -14,6 +14,9 @@ import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
  * 60 seconds to 14 days, default 4 days), after which SQS deletes a message whether or not it was
  * received — so no copy of a message is delivered later than that after it was sent.
  *
+ * <p>A server that does not answer the attribute does not expire messages (ElasticMQ): its horizon
+ * is unbounded, so a retention job needs {@code acceptReplaysBeyondWindow(true)} there.
+ *
  * <p>Not covered: a message moved to a dead-letter queue and redriven back to the source later
  * (StartMessageMoveTask, the console's "redrive"); the DLQ's own retention bounds that, so give
  * that horizon too ({@code SqsRedeliveryHorizon.of(client, dlqUrl)}) when redrives happen.
@@ -34,7 +37,12 @@ public final class SqsRedeliveryHorizon implements RedeliveryHorizon {
     return new SqsRedeliveryHorizon(client, queueUrl);
   }
 
-  /** @throws IllegalStateException when SQS could not be asked or gave no retention period */
+  /**
+   * The queue's {@code MessageRetentionPeriod}; unbounded when the server gives none (ElasticMQ
+   * accepts the attribute but ignores it, and keeps messages until they are deleted).
+   *
+   * @throws IllegalStateException when the queue could not be asked (missing, no permission)
+   */
   @Override
   public Horizon read() {
     String source = "sqs queue " + queueUrl;
@@ -47,7 +55,9 @@ public final class SqsRedeliveryHorizon implements RedeliveryHorizon {
     }
     String seconds = attributes.get(QueueAttributeName.MESSAGE_RETENTION_PERIOD);
     if (seconds == null) {
-      throw new IllegalStateException(source + " gave no MessageRetentionPeriod");
+      // Amazon SQS always answers it; a server that does not (ElasticMQ) does not expire messages
+      return Horizon.unbounded(source, "no MessageRetentionPeriod: this server does not expire"
+          + " messages (ElasticMQ keeps them until deleted)");
     }
     return Horizon.bounded(source, Duration.ofSeconds(Long.parseLong(seconds.trim())),
         "MessageRetentionPeriod=" + seconds + " s");

@@ -46,7 +46,7 @@ final class HorizonCheck {
               + " its marker is gone. Bound the source (e.g. a finite retention.ms), or set"
               + " acceptReplaysBeyondWindow(true) to accept that");
         }
-        LOG.warn("redelivery horizon of {} is unbounded ({}); accepted: a replay older than {} is"
+        LOG.info("redelivery horizon of {} is unbounded ({}); accepted: a replay older than {} is"
             + " applied again", horizon.source(), horizon.basis(), window);
       } else if (window.compareTo(bound) < 0) {
         throw new IllegalStateException("retention window " + window + " is shorter than the"
