@@ -34,7 +34,8 @@ import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
  * <p>Run: {@code mvn -B -q -ntp -DskipTests -pl benchmarks -am package && java -cp
  * benchmarks/target/benchmarks.jar io.idem.benchmarks.RetentionPacingBenchmark [rows] [threads]}
  * (PostgreSQL resolved like the tests: IDEM_POSTGRES_URL, else 127.0.0.1:5432). Defaults:
- * 1,000,000 rows, 2 threads. Results: docs/STORE.md, "Retention".
+ * 1,000,000 rows, 2 threads, every configuration; a third argument picks configurations by index
+ * ({@code "02"}), and 0 threads measures the purge alone. Results: docs/STORE.md, "Retention".
  */
 public final class RetentionPacingBenchmark {
   private static final Acknowledgement NO_BROKER = new Acknowledgement() {
@@ -62,15 +63,17 @@ public final class RetentionPacingBenchmark {
   public static void main(String[] args) throws Exception {
     int rows = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
     int threads = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+    String only = args.length > 2 ? args[2] : "0123";
     RetentionPacingBenchmark bench = new RetentionPacingBenchmark(System.out);
     try {
-      bench.run(rows, threads);
+      bench.run(rows, threads, only);
     } finally {
       bench.dataSource.close();
     }
   }
 
-  private void run(int rows, int threads) throws Exception {
+  /** {@code only}: which of the configurations to run, by index ("0123" = all). */
+  private void run(int rows, int threads, String only) throws Exception {
     out.printf("rows=%,d threads=%d%n", rows, threads);
     seed(rows);
     Phase baseline = claimsWhile(threads, () -> {
@@ -84,7 +87,11 @@ public final class RetentionPacingBenchmark {
         new Object[] {"paced: 1,000 rows, pause = 1 x batch (defaults)", RetentionJob.DEFAULT_BATCH_SIZE,
             RetentionJob.DEFAULT_PAUSE_RATIO, RetentionJob.DEFAULT_MIN_PAUSE},
         new Object[] {"paced: 500 rows, pause = 2 x batch", 500, 2.0, RetentionJob.DEFAULT_MIN_PAUSE});
-    for (Object[] config : configs) {
+    for (int i = 0; i < configs.size(); i++) {
+      if (only.indexOf(Character.forDigit(i, 10)) < 0) {
+        continue;
+      }
+      Object[] config = configs.get(i);
       seed(rows);
       RetentionJob job = RetentionJob.builder(store).batchSize((Integer) config[1])
           .pauseRatio((Double) config[2]).minPause((Duration) config[3]).build();
@@ -97,6 +104,11 @@ public final class RetentionPacingBenchmark {
       });
       report((String) config[0], phase, took[0], baseline);
     }
+    // the machine may have changed meanwhile: a second baseline says by how much
+    report("no purge again (20 s)", claimsWhile(threads, () -> {
+      pause(Duration.ofSeconds(20));
+      return 0L;
+    }), 0, baseline);
   }
 
   /** Exactly {@code rows} expired markers (8 days old) and nothing else expired; analyzed. */

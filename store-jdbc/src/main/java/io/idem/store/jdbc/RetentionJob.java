@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * refuses a window shorter than a known one, and an unbounded one unless {@link
  * Builder#acceptReplaysBeyondWindow(boolean)} says so.
  *
- * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #close()} with them. Thread-safe.
+ * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #stop()} or {@link #close()}
+ * with them. Thread-safe.
  */
 public final class RetentionJob implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RetentionJob.class);
@@ -221,6 +222,11 @@ public final class RetentionJob implements AutoCloseable {
   /** The retention window. */
   public Duration retention() {
     return retention;
+  }
+
+  /** The same as {@link #close()}: a stopped job does not start again. */
+  public void stop() {
+    close();
   }
 
   /**
