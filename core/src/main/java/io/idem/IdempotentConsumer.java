@@ -188,6 +188,7 @@ public interface IdempotentConsumer<C> {
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private OversizedKeyPolicy oversizedKeys = OversizedKeyPolicy.REJECT;
     private boolean detectPayloadConflicts = true;
+    private boolean naturallyIdempotent = false;
     private final List<IdempotencyListener> listeners = new ArrayList<>();
     private Duration outageErrorAfter = DEFAULT_OUTAGE_ERROR_AFTER;
 
@@ -292,6 +293,26 @@ public interface IdempotentConsumer<C> {
     }
 
     /**
+     * Default {@code false}. {@code true} declares that the handler is naturally idempotent: it
+     * only sets state with a version-guarded upsert (store-jdbc's {@code VersionedUpsert}), so
+     * applying a message again, or an older one after a newer one, leaves the same newest state.
+     * The pipeline then writes no processed-events marker: it opens the transaction, runs the
+     * handler, commits and acks, so every delivery is {@link ProcessingOutcome#PROCESSED} (there
+     * is no {@link ProcessingOutcome#DUPLICATE} and no {@link ProcessingOutcome#CONFLICT}, since
+     * there is no marker to compare with). Keys are still extracted (a keyless message is still
+     * dead-lettered, the handler still gets the key), retries and dead letters are unchanged.
+     *
+     * <p>Safe only when every write of the handler converges on redelivery and reordering. Not
+     * safe for counters or sums, appends (a ledger line, an outbox row, a message sent), or any
+     * effect outside the database: those would be applied once per delivery
+     * (docs/NATURAL-IDEMPOTENCY.md).
+     */
+    public Builder<C> naturallyIdempotent(boolean value) {
+      this.naturallyIdempotent = value;
+      return this;
+    }
+
+    /**
      * Default {@link #DEFAULT_OUTAGE_ERROR_AFTER} (2 minutes). A store outage is logged at WARN
      * when it starts and then at doubling intervals (5 s, 10 s, 20 s … at most every 10 minutes);
      * once it has lasted this long those lines are logged at ERROR, so an outage — or a failure
@@ -342,7 +363,8 @@ public interface IdempotentConsumer<C> {
           oversizedKeys,
           detectPayloadConflicts,
           List.copyOf(listeners),
-          outageErrorAfter);
+          outageErrorAfter,
+          naturallyIdempotent);
     }
   }
 }

@@ -26,18 +26,23 @@ final class ClaimAndHandle<C> {
   private final ProcessedEventStore<C> store;
   private final Handlers<C> handlers;
   private final IdempotencyListener listener;
+  /** No marker: every key is taken as new (IdempotentConsumer.Builder#naturallyIdempotent). */
+  private final boolean naturallyIdempotent;
 
-  ClaimAndHandle(ProcessedEventStore<C> store, Handlers<C> handlers, IdempotencyListener listener) {
+  ClaimAndHandle(ProcessedEventStore<C> store, Handlers<C> handlers, IdempotencyListener listener,
+      boolean naturallyIdempotent) {
     this.store = store;
     this.handlers = handlers;
     this.listener = listener;
+    this.naturallyIdempotent = naturallyIdempotent;
   }
 
   /** Claims one key with {@link ProcessedEventStore#claim} and handles the message if it is new. */
   ClaimResult one(C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint)
       throws Exception {
-    ClaimResult claim = claimed(
-        () -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
+    ClaimResult claim = naturallyIdempotent
+        ? ClaimResult.CLAIMED
+        : claimed(() -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
     if (claim == ClaimResult.CLAIMED) {
       handleNew(tx, List.of(new KeyedMessage(key, message)), new Running());
     }
@@ -52,8 +57,9 @@ final class ClaimAndHandle<C> {
    */
   List<ClaimResult> all(C tx, List<IdempotencyKey> keys, List<byte[]> fingerprints,
       List<InboundMessage> messages, Running running) throws Exception {
-    List<ClaimResult> claims = claimed(
-        () -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
+    List<ClaimResult> claims = naturallyIdempotent
+        ? Collections.nCopies(keys.size(), ClaimResult.CLAIMED)
+        : claimed(() -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
     if (claims.size() != keys.size()) {
       throw new StoreUnavailableException("the store answered " + claims.size() + " claim(s) for "
           + keys.size() + " keys", null);
@@ -93,7 +99,8 @@ final class ClaimAndHandle<C> {
 
   private void confirmed(C tx, KeyedMessage each) {
     // the handler may have swallowed a database error (the transaction is then aborted and its
-    // commit would silently roll back) or ended the transaction itself
+    // commit would silently roll back) or ended the transaction itself; without a marker too,
+    // since an aborted transaction would lose the handler's upsert just the same
     store.confirmClaim(tx, each.key());
     listener.afterHandler(each.message(), each.key());
   }

@@ -60,7 +60,8 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       OversizedKeyPolicy oversizedKeys,
       boolean detectPayloadConflicts,
       List<IdempotencyListener> listeners,
-      Duration outageErrorAfter) {
+      Duration outageErrorAfter,
+      boolean naturallyIdempotent) {
     this.store = store;
     this.consumerGroup = consumerGroup;
     this.envelopes = envelopes;
@@ -69,7 +70,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.listener = new Listeners(listeners);
     this.outages = new OutageTracker(LOG, outageErrorAfter, Clock.systemUTC());
     this.keys = new Keys(consumerGroup, envelopes, keyExtractor, oversizedKeys, listener);
-    this.work = new ClaimAndHandle<>(store, handlers, listener);
+    this.work = new ClaimAndHandle<>(store, handlers, listener, naturallyIdempotent);
     this.settlement =
         new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages);
     this.batches =

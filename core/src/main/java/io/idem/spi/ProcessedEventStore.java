@@ -145,6 +145,11 @@ public interface ProcessedEventStore<C> {
    * driver's transaction state here, with no round trip, and the transaction id in the same round
    * trip as the COMMIT).
    *
+   * <p>A naturally idempotent pipeline ({@code IdempotentConsumer.Builder#naturallyIdempotent})
+   * claims nothing and still calls this after each handler: the store should then check only that
+   * the transaction is still open and healthy (store-jdbc does on pgjdbc; on another driver, which
+   * it confirms by reading the marker, every message fails and is retried, never acked).
+   *
    * @throws RuntimeException when the claim is no longer held; the pipeline then treats the
    *     message as a handler failure (rolled back, retried or dead-lettered), never as processed
    */

@@ -147,6 +147,16 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return table.qualified();
   }
 
+  /** A session opened like the store's own transactions (auto-commit off); for {@link RetentionJob}. */
+  SqlSession openRetentionSession() {
+    return openSession();
+  }
+
+  /** The application's factory, where {@link RetentionJob} registers its statements. */
+  SqlSessionFactory sessionFactory() {
+    return sessions;
+  }
+
   /**
    * Runs {@code work} in a new transaction on one session of the factory: commits when it returns,
    * rolls back when it throws, and classifies every failure once, as the class documentation's
