@@ -18,7 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Publishes dead-letter copies with the adapter's idempotent {@code acks=all} producer and waits
- * for each. Used from the consumer loop's thread only.
+ * for each. Used from the consumer loop's thread and, with {@link KafkaConsumerConfig#concurrency()}
+ * above 1, from its workers at the same time: thread-safe, as the {@code KafkaProducer} is.
  */
 final class DeadLetterPublisher {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaIdempotentConsumer.class);

@@ -82,8 +82,18 @@ import org.slf4j.LoggerFactory;
  *       max.request.size} defaults to {@link KafkaConsumerConfig#DEFAULT_DEAD_LETTER_MAX_REQUEST_SIZE}),
  *       or a record at the size limit cannot be dead-lettered and holds its partition, logged as
  *       an error on every retry.
+ *   <li><b>Batch mode</b> ({@link KafkaConsumerConfig#maxBatchSize()} above 1): each
+ *       partition's records of a poll go through the pipeline in runs of up to that many per
+ *       transaction ({@link IdempotentConsumer#processBatch(java.util.List, java.util.List,
+ *       io.idem.BatchOrder)}, {@link io.idem.BatchOrder#ORDERED}); a failing record is retried or
+ *       dead-lettered on its own, the records behind it in its partition come after it, uncounted.
+ *   <li><b>Concurrency</b> ({@link KafkaConsumerConfig#concurrency()} above 1): partitions run
+ *       side by side on a pool of worker threads named {@code idem-kafka-<group>-<n>-worker-<i>},
+ *       one run per partition at a time; the consumer thread alone polls, seeks, pauses and
+ *       commits.
  *   <li><b>Rebalances</b>: settled offsets of revoked partitions are committed in
- *       {@code onPartitionsRevoked}; lost partitions are forgotten without a commit.
+ *       {@code onPartitionsRevoked} (after the workers' runs of those partitions ended); lost
+ *       partitions are forgotten without a commit.
  *   <li><b>Bounded work per poll</b>: at most {@link KafkaConsumerConfig#maxPollRecords()} records,
  *       and a batch that runs past half of {@code max.poll.interval.ms} stops; its remaining
  *       records are fetched again by the next poll. A single handler call must still finish well

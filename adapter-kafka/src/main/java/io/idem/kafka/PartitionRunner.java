@@ -181,6 +181,12 @@ final class PartitionRunner {
         return ending;
       }
     }
+    if (thrown != null) {
+      // every record was settled, then something threw (e.g. a listener's onOutcome): the
+      // decisions stand — processing the records again would repeat their dead-letter copies
+      LOG.error("the records of {} from offset {} were settled, then processing threw; the decisions stand",
+          partition, records.get(0).offset(), thrown);
+    }
     return Ending.SETTLED;
   }
 

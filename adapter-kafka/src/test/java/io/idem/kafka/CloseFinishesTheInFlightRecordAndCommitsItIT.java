@@ -8,7 +8,8 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@code close()} waits for the record being handled, commits it, and leaves the records fetched
@@ -16,8 +17,10 @@ import org.junit.jupiter.api.Test;
  */
 class CloseFinishesTheInFlightRecordAndCommitsItIT extends KafkaITSupport {
 
-  @Test
-  void closeWaitsForTheInFlightRecordAndCommitsIt() throws Exception {
+  /** {@code concurrency} 2: the record is in flight on a worker, not on the consumer's thread. */
+  @ParameterizedTest(name = "concurrency {0}")
+  @ValueSource(ints = {1, 2})
+  void closeWaitsForTheInFlightRecordAndCommitsIt(int concurrency) throws Exception {
     publish(0, "in-flight", "{}");
     for (int i = 0; i < 5; i++) {
       publish(0, "after-" + i, "{}");
@@ -30,7 +33,7 @@ class CloseFinishesTheInFlightRecordAndCommitsItIT extends KafkaITSupport {
         entered.countDown();
         release.await(60, TimeUnit.SECONDS);
       }
-    }, b -> b.shutdownTimeout(Duration.ofSeconds(30)));
+    }, b -> b.shutdownTimeout(Duration.ofSeconds(30)).concurrency(concurrency));
     assertThat(entered.await(60, TimeUnit.SECONDS)).isTrue();
 
     CompletableFuture<Void> closing = CompletableFuture.runAsync(consumer::close);

@@ -15,7 +15,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Shutdown is not a failure: with {@code maxAttempts(2)}, a record that failed once (attempt 1)
@@ -32,8 +33,10 @@ class KafkaCloseInterruptingAHandlerIsNotAnAttemptIT extends KafkaITSupport {
         .maxBackoff(Duration.ofMillis(100)).multiplier(1.0).jitter(0).build();
   }
 
-  @Test
-  void anInterruptedLastAttemptIsHandedBackUncommittedAndAppliedByTheNextConsumer() throws Exception {
+  /** {@code concurrency} 2: the record is in flight on a worker, not on the consumer's thread. */
+  @ParameterizedTest(name = "concurrency {0}")
+  @ValueSource(ints = {1, 2})
+  void anInterruptedLastAttemptIsHandedBackUncommittedAndAppliedByTheNextConsumer(int concurrency) throws Exception {
     publish(0, "blocked", "{}");
     List<Integer> attempts = new CopyOnWriteArrayList<>();
     CountDownLatch blocking = new CountDownLatch(1);
@@ -55,7 +58,7 @@ class KafkaCloseInterruptingAHandlerIsNotAnAttemptIT extends KafkaITSupport {
           flagAfterProcessing.set(Thread.currentThread().isInterrupted());
         }
       }
-    }), b -> b.shutdownTimeout(Duration.ofMillis(500)));
+    }), b -> b.shutdownTimeout(Duration.ofMillis(500)).concurrency(concurrency));
     assertThat(blocking.await(60, TimeUnit.SECONDS)).isTrue();
 
     first.close();

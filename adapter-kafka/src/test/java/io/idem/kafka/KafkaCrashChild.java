@@ -23,7 +23,8 @@ import org.apache.ibatis.session.SqlSession;
  * <p>System properties: {@code idem.test.bootstrap}, {@code idem.test.topic},
  * {@code idem.test.group}, {@code idem.test.jdbc-url}, {@code idem.test.jdbc-user},
  * {@code idem.test.jdbc-password}, {@code idem.test.schema}, optionally {@code idem.test.batch}
- * (the consumer's {@code maxBatchSize}, default 1).
+ * (the consumer's {@code maxBatchSize}, default 1) and {@code idem.test.concurrency} (its
+ * {@code concurrency}, default 1).
  */
 public final class KafkaCrashChild {
   private KafkaCrashChild() {}
@@ -52,6 +53,7 @@ public final class KafkaCrashChild {
         .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
         .maxPollRecords(50)
         .maxBatchSize(Integer.getInteger("idem.test.batch", 1))
+        .concurrency(Integer.getInteger("idem.test.concurrency", 1))
         // the crashed member stays in the group until its session times out (default 45 s);
         // 6 s is the broker's default minimum
         .consumerProperty("session.timeout.ms", 6000)

@@ -52,12 +52,21 @@ class KafkaCrashIT extends KafkaITSupport {
     crashAndRecover(CrashPoint.AFTER_COMMIT, 20);
   }
 
+  @Test
+  void crashAfterTheDatabaseCommitOfABatchOnOneOfTwoWorkers() {
+    crashAndRecover(CrashPoint.AFTER_COMMIT, 20, 2);
+  }
+
   private void crashAndRecover(CrashPoint point) {
     crashAndRecover(point, 1);
   }
 
-  /** {@code batch}: the consumer's maxBatchSize (1: per-message mode). */
   private void crashAndRecover(CrashPoint point, int batch) {
+    crashAndRecover(point, batch, 1);
+  }
+
+  /** {@code batch}, {@code concurrency}: the consumer's maxBatchSize (1: per-message mode) and concurrency. */
+  private void crashAndRecover(CrashPoint point, int batch, int concurrency) {
     for (int i = 0; i < KEYS; i++) {
       publish(i % 3, "e-" + i, "{\"n\":" + i + "}");
       if (i % (KEYS / DUPLICATES) == 0) {
@@ -66,7 +75,7 @@ class KafkaCrashIT extends KafkaITSupport {
     }
 
     String crashedKey;
-    try (ChildJvm victim = child("victim", point, batch)) {
+    try (ChildJvm victim = child("victim", point, batch, concurrency)) {
       int status = victim.waitFor(Duration.ofSeconds(90));
       assertThat(status).isEqualTo(CrashInjector.EXIT_STATUS);
       String line = victim.lines().stream().filter(l -> l.startsWith("IDEM-CRASH " + point + " "))
@@ -84,7 +93,7 @@ class KafkaCrashIT extends KafkaITSupport {
     assertThat(appliedBeforeRestart).isBetween(1, KEYS - 1);
     assertThat(lag()).isPositive();
 
-    try (ChildJvm survivor = child("survivor", null, batch)) {
+    try (ChildJvm survivor = child("survivor", null, batch, concurrency)) {
       await("every event applied").atMost(TIMEOUT).until(() -> effects.distinctKeys() == KEYS);
       awaitSettled();
       assertThat(survivor.isAlive()).isTrue();
@@ -97,7 +106,7 @@ class KafkaCrashIT extends KafkaITSupport {
     assertThat(lag()).isZero();
   }
 
-  private ChildJvm child(String name, CrashPoint point, int batch) {
+  private ChildJvm child(String name, CrashPoint point, int batch, int concurrency) {
     PostgresFixture postgres = PostgresFixture.shared();
     List<String> jvmArgs = new ArrayList<>(List.of(
         "-Xmx256m",
@@ -108,7 +117,8 @@ class KafkaCrashIT extends KafkaITSupport {
         "-Didem.test.jdbc-user=" + postgres.user(),
         "-Didem.test.jdbc-password=" + postgres.password(),
         "-Didem.test.schema=" + dataSource.getSchema(),
-        "-Didem.test.batch=" + batch));
+        "-Didem.test.batch=" + batch,
+        "-Didem.test.concurrency=" + concurrency));
     if (point != null) {
       jvmArgs.add("-Didem.crash.point=" + point.name());
       // DURING_ACK passes once per offset commit, the others once per record

@@ -54,6 +54,12 @@ interface Competitors extends AutoCloseable {
   BrokerConsumer consumer(IdempotentConsumer<?> pipeline);
 
   /**
+   * Like {@link #consumer(IdempotentConsumer)}, with at most {@code maxBatchSize} messages per
+   * transaction (1: per-message mode).
+   */
+  BrokerConsumer consumer(IdempotentConsumer<?> pipeline, int maxBatchSize);
+
+  /**
    * Waits until {@code instances} started consumers of {@code group} can all receive messages:
    * on Kafka, until the group is stable with a partition for each; queues need no waiting.
    */
@@ -98,6 +104,11 @@ interface Competitors extends AutoCloseable {
     @Override
     public BrokerConsumer consumer(IdempotentConsumer<?> pipeline) {
       return broker.consumer(destination, pipeline);
+    }
+
+    @Override
+    public BrokerConsumer consumer(IdempotentConsumer<?> pipeline, int maxBatchSize) {
+      return broker.consumer(destination, pipeline, maxBatchSize);
     }
 
     @Override
@@ -186,8 +197,13 @@ interface Competitors extends AutoCloseable {
 
     @Override
     public BrokerConsumer consumer(IdempotentConsumer<?> pipeline) {
-      return KafkaIdempotentConsumer.create(
-          KafkaConsumerConfig.builder(KafkaFixture.shared().bootstrapServers(), topic).build(), pipeline);
+      return consumer(pipeline, 1);
+    }
+
+    @Override
+    public BrokerConsumer consumer(IdempotentConsumer<?> pipeline, int maxBatchSize) {
+      return KafkaIdempotentConsumer.create(KafkaConsumerConfig.builder(KafkaFixture.shared().bootstrapServers(), topic)
+          .maxBatchSize(maxBatchSize).build(), pipeline);
     }
 
     @Override

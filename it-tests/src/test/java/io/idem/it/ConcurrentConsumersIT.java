@@ -57,13 +57,17 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@code 40001} serialization failure among them). The instances run in this JVM: the claim's
  * behaviour does not depend on where its caller lives, and eight child JVMs would cost far more.
  *
- * <p>CI scale: 150 keys × 4 copies per broker; full scale: 1,500 keys × 4 copies.
+ * <p>Each broker runs per-message and in batch mode ({@value #BATCH} messages per transaction).
+ *
+ * <p>CI scale: 150 keys × 4 copies per broker and mode; full scale: 1,500 keys × 4 copies.
  */
 class ConcurrentConsumersIT {
   private static final int INSTANCES = 8;
   private static final int COPIES = 4;
   private static final int KEYS = Scale.events(150, 1_500);
   private static final long HOLD_MILLIS = 3;
+  /** Most messages per transaction in the batch-mode cases. */
+  private static final int BATCH = 10;
   private static final String STATE_ABORTED = "idle in transaction (aborted)";
 
   private static ScratchDatabase database;
@@ -84,6 +88,22 @@ class ConcurrentConsumersIT {
   @ValueSource(strings = {"kafka", "rabbitmq", "sqs", "jms"})
   @Timeout(value = 4, unit = TimeUnit.MINUTES)
   void eightInstancesApplyEachKeyOnceWithoutDeadlocksOrAbortedTransactions(String brokerName) throws Exception {
+    competeOnTheSameKeys(brokerName, 1);
+  }
+
+  /**
+   * Batch mode: each instance claims up to {@value #BATCH} keys in one multi-row claim, so racing
+   * batches wait on each other's uncommitted markers, several at a time.
+   */
+  @ParameterizedTest(name = "{0}, batch mode: 8 instances on the same keys")
+  @ValueSource(strings = {"kafka", "rabbitmq", "sqs", "jms"})
+  @Timeout(value = 4, unit = TimeUnit.MINUTES)
+  void inBatchModeEightInstancesApplyEachKeyOnceWithoutDeadlocksOrAbortedTransactions(String brokerName)
+      throws Exception {
+    competeOnTheSameKeys(brokerName, BATCH);
+  }
+
+  private static void competeOnTheSameKeys(String brokerName, int maxBatchSize) throws Exception {
     String run = UUID.randomUUID().toString().substring(0, 8);
     String schema = "conc_" + brokerName + "_" + run;
     String group = "idem-it-conc-" + run;
@@ -101,7 +121,7 @@ class ConcurrentConsumersIT {
       try (Competitors destination = Competitors.on(brokerName)) {
         try {
           for (int i = 0; i < INSTANCES; i++) {
-            instances.add(new Instance(i, schema, group, destination));
+            instances.add(new Instance(i, schema, group, destination, maxBatchSize));
           }
           destination.awaitConsumers(group, INSTANCES);
           destination.publish(messages(run));
@@ -134,8 +154,8 @@ class ConcurrentConsumersIT {
         instances.forEach(i -> retries.addAll(i.retries));
         Map<Integer, Long> perInstance = new TreeMap<>();
         instances.forEach(i -> perInstance.put(i.number, i.outcomes.count(ProcessingOutcome.PROCESSED)));
-        System.out.printf("[%s] %d keys × %d copies on %d instances: %d processed %s, %d duplicates skipped,"
-                + " %d retries, deadlocks %d -> %d%n", brokerName, KEYS, COPIES, INSTANCES, processed,
+        System.out.printf("[%s, batch %d] %d keys × %d copies on %d instances: %d processed %s, %d duplicates skipped,"
+                + " %d retries, deadlocks %d -> %d%n", brokerName, maxBatchSize, KEYS, COPIES, INSTANCES, processed,
             perInstance, duplicates, retries.size(), deadlocksBefore, database.deadlocks());
 
         assertThat(count(admin, "SELECT count(*) FROM effects")).as("effect rows").isEqualTo(KEYS);
@@ -188,7 +208,7 @@ class ConcurrentConsumersIT {
     private final HikariDataSource pool;
     private final BrokerConsumer consumer;
 
-    Instance(int number, String schema, String group, Competitors destination) {
+    Instance(int number, String schema, String group, Competitors destination, int maxBatchSize) {
       this.number = number;
       this.pool = database.pool(schema, 4, "idem-it-conc-" + group + "-" + number);
       Configuration configuration =
@@ -218,7 +238,7 @@ class ConcurrentConsumersIT {
             }
           })
           .build();
-      this.consumer = destination.consumer(pipeline);
+      this.consumer = destination.consumer(pipeline, maxBatchSize);
       consumer.start();
     }
 
