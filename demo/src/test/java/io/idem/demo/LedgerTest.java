@@ -70,7 +70,7 @@ class LedgerTest {
     assertThat(lostOutcomeLine().mode()).isEqualTo("per-message");
     assertThat(lostOutcomeLine().describe().lines())
         .anySatisfy(l -> assertThat(l).contains("throughput").contains("500 events/s").contains("per-message mode"));
-    Ledger batch = new Ledger("kafka", 10_000, 8_000, 10_000, 2_000, 8_000, 8_000, 0, 0, 0, 0, 0, 3, 3, null, 20.0, 50);
+    Ledger batch = new Ledger("kafka", 10_000, 8_000, 10_000, 2_000, 8_000, 8_000, 0, 0, 0, 0, 0, 3, 3, null, 20.0, 0, 50);
     assertThat(batch.mode()).isEqualTo("batch 50");
     assertThat(batch.describe().lines()).anySatisfy(l -> assertThat(l).contains("mode").contains("batch 50"))
         .anySatisfy(l -> assertThat(l).contains("throughput").contains("batch 50 mode"));
