@@ -3,7 +3,6 @@ package io.idem.store.jdbc;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.function.Supplier;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
@@ -24,6 +23,15 @@ final class CheckedCommit {
   /** SQLSTATE of the division by zero that the commit check raises on purpose. */
   private static final String DIVISION_BY_ZERO = "22012";
 
+  /**
+   * The check and the COMMIT, one text for every message: the claiming transaction id is a bound
+   * parameter, so pgjdbc parses it once per connection and, after {@code prepareThreshold} uses,
+   * runs it as a server-prepared statement. pgjdbc sends the two statements of a multi-statement
+   * PreparedStatement in one round trip (Parse/Bind/Execute for each, one Sync).
+   */
+  private static final String CHECK_AND_COMMIT =
+      "SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = ?)::int, 0); COMMIT";
+
   private final Supplier<SqlSession> freshSession;
   private final TableName table;
 
@@ -38,7 +46,7 @@ final class CheckedCommit {
 
   /**
    * Commits. When the transaction claimed a key on pgjdbc, the COMMIT travels in the same round
-   * trip as a check that the transaction committing is the one that claimed:
+   * trip ({@link #CHECK_AND_COMMIT}, the id bound as a parameter) as a check that the transaction committing is the one that claimed:
    * {@code txid_current_if_assigned()} is the claim's id unless the handler ended the transaction
    * by SQL text (after which pgjdbc silently began a new one). A mismatch divides by zero at run
    * time (the divisor depends on the function's result, so the planner cannot fold it), the
@@ -51,9 +59,9 @@ final class CheckedCommit {
     long txid = transaction.claimTxid();
     Connection connection = session.getConnection();
     if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null) {
-      try (Statement check = connection.createStatement()) {
-        check.execute("SELECT 1 / coalesce((pg_catalog.txid_current_if_assigned() = " + txid
-            + ")::int, 0); COMMIT");
+      try (PreparedStatement check = connection.prepareStatement(CHECK_AND_COMMIT)) {
+        check.setLong(1, txid);
+        check.execute();
       } catch (SQLException e) {
         if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
           throw new HandlerEndedTransaction(e);

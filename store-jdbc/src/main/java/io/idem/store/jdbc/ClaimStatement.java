@@ -3,6 +3,9 @@ package io.idem.store.jdbc;
 import io.idem.IdempotencyKey;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,6 +15,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import org.apache.ibatis.exceptions.PersistenceException;
+import org.apache.ibatis.mapping.BoundSql;
+import org.apache.ibatis.mapping.ParameterMapping;
+import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
 
@@ -37,22 +44,46 @@ final class ClaimStatement {
   /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
   private static final String LOCK_NOT_AVAILABLE = "55P03";
 
-  private final String claimStatement;
+  private final TableName table;
+  private final String claimSql;
   private final String fingerprintStatement;
   private final String claimAllStatement;
   private final String fingerprintsStatement;
   private final String lockTimeout;
 
   /**
+   * @param configuration the configuration {@code namespace} is registered in
    * @param namespace the table's mapper namespace ({@link ProcessedEventsMapper#register})
+   * @param table the processed-events table, validated by {@link TableName} (for messages)
    * @param lockTimeout PostgreSQL's {@code lock_timeout} value for the claim, such as {@code 2000ms}
    */
-  ClaimStatement(String namespace, String lockTimeout) {
-    this.claimStatement = namespace + ".claim";
+  ClaimStatement(Configuration configuration, String namespace, TableName table, String lockTimeout) {
+    this.table = table;
+    this.claimSql = claimSql(configuration, namespace + ".claim");
     this.fingerprintStatement = namespace + ".fingerprint";
     this.claimAllStatement = namespace + ".claimAll";
     this.fingerprintsStatement = namespace + ".fingerprints";
     this.lockTimeout = lockTimeout;
+  }
+
+  /** The claim's parameters, in the order its text binds them (checked at build). */
+  private static final List<String> CLAIM_PARAMETERS =
+      List.of("consumerGroup", "key", "keySource", "fingerprint", "lockTimeout", "consumerGroup", "key");
+
+  /**
+   * The text of the mapper's statement {@code claim} (ProcessedEventMapper.xml documents each
+   * step), with its {@code #{}} parameters as {@code ?}, for a plain JDBC PreparedStatement on the
+   * hot path. Its parameters must be {@link #CLAIM_PARAMETERS} in that order; columns: 1 inserted,
+   * 2 txid, 3 stored fingerprint.
+   */
+  private static String claimSql(Configuration configuration, String statement) {
+    BoundSql bound = configuration.getMappedStatement(statement, false).getBoundSql(new HashMap<>());
+    List<String> order = bound.getParameterMappings().stream().map(ParameterMapping::getProperty).toList();
+    if (!order.equals(CLAIM_PARAMETERS)) {
+      throw new IllegalStateException("the claim statement " + statement + " binds " + order
+          + ", expected " + CLAIM_PARAMETERS);
+    }
+    return bound.getSql();
   }
 
   /**
@@ -62,30 +93,58 @@ final class ClaimStatement {
    *
    * @throws TransactionRetryException the claim waited longer than the lock timeout (55P03), or
    *     PostgreSQL asked for a retry (40001 under REPEATABLE READ or SERIALIZABLE, 40P01)
-   * @throws RuntimeException (MyBatis' PersistenceException) on any other database failure
+   * @throws RuntimeException (MyBatis' PersistenceException, the driver's SQLException as its
+   *     cause, as MyBatis itself would wrap it) on any other database failure
    */
   ClaimResult claim(
       SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
-    Map<String, Object> params = new HashMap<>();
-    params.put("consumerGroup", consumerGroup);
-    params.put("key", key);
-    params.put("keySource", keySource);
-    params.put("fingerprint", fingerprint);
-    params.put("lockTimeout", lockTimeout);
-    List<Map<String, Object>> rows = select(transaction, claimStatement, params, "key '" + key + "'");
-    if (!rows.isEmpty()) {
-      Map<String, Object> row = rows.get(0);
-      if (Boolean.TRUE.equals(row.get("inserted"))) {
-        OpenTransaction open = GuardedSession.transactionOf(transaction);
-        if (open != null) {
-          open.claimed(((Number) row.get("txid")).longValue(), consumerGroup, key);
+    boolean inserted;
+    long txid = 0;
+    byte @Nullable [] stored = null;
+    boolean answered;
+    try {
+      // The same transaction: the session's own connection, never a second one. pgjdbc keeps the
+      // server-prepared statement per connection by SQL text, so preparing it again each time
+      // costs no round trip.
+      Connection connection = GuardedSession.unguarded(transaction).getConnection();
+      try (PreparedStatement claim = connection.prepareStatement(claimSql)) {
+        claim.setString(1, consumerGroup);
+        claim.setString(2, key);
+        claim.setString(3, keySource);
+        claim.setBytes(4, fingerprint);
+        claim.setString(5, lockTimeout);
+        claim.setString(6, consumerGroup);
+        claim.setString(7, key);
+        try (ResultSet row = claim.executeQuery()) {
+          answered = row.next();
+          inserted = answered && row.getBoolean(1);
+          if (inserted) {
+            txid = row.getLong(2);
+          } else if (answered) {
+            stored = row.getBytes(3);
+          }
         }
-        return ClaimResult.CLAIMED;
       }
-      return compare((byte[]) row.get("stored"), fingerprint);
+    } catch (SQLException e) {
+      throw mapped(new PersistenceException("Error querying database (the claim of key '" + key
+          + "' in processed-events table " + table.qualified() + "). Cause: " + e, e),
+          "key '" + key + "'");
+    }
+    if (inserted) {
+      OpenTransaction open = GuardedSession.transactionOf(transaction);
+      if (open != null) {
+        open.claimed(txid, consumerGroup, key);
+      }
+      return ClaimResult.CLAIMED;
+    }
+    if (answered) {
+      return compare(stored, fingerprint);
     }
     // The claim waited for a racing transaction that committed the key (its snapshot predates
     // the wait), or the row was purged in between: read again with a new snapshot.
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", consumerGroup);
+    params.put("key", key);
     return compare(transaction.selectOne(fingerprintStatement, params), fingerprint);
   }
 
@@ -100,19 +159,28 @@ final class ClaimStatement {
     try {
       return transaction.selectList(statement, params);
     } catch (RuntimeException e) {
-      String state = TransientFailures.sqlState(e);
-      if (LOCK_NOT_AVAILABLE.equals(state)) {
-        throw new TransactionRetryException("the claim of " + what + " waited longer than the"
-            + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
-            + " key: " + TransientFailures.rootMessage(e), e);
-      }
-      if (state != null && TransientFailures.RETRY_TRANSACTION.contains(state)) {
-        throw new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
-            + " (SQLSTATE " + state + ") during the claim of " + what + ": "
-            + TransientFailures.rootMessage(e), e);
-      }
-      throw e;
+      throw mapped(e, what);
     }
+  }
+
+  /**
+   * What a failed claim of {@code what} throws: a lock timeout (55P03) and PostgreSQL's requests
+   * for a retry (40001, 40P01) become a {@link TransactionRetryException}; anything else is {@code
+   * e} itself, which {@link FailureClassifier} classifies.
+   */
+  private RuntimeException mapped(RuntimeException e, String what) {
+    String state = TransientFailures.sqlState(e);
+    if (LOCK_NOT_AVAILABLE.equals(state)) {
+      return new TransactionRetryException("the claim of " + what + " waited longer than the"
+          + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
+          + " key: " + TransientFailures.rootMessage(e), e);
+    }
+    if (state != null && TransientFailures.RETRY_TRANSACTION.contains(state)) {
+      return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
+          + " (SQLSTATE " + state + ") during the claim of " + what + ": "
+          + TransientFailures.rootMessage(e), e);
+    }
+    return e;
   }
 
   /**

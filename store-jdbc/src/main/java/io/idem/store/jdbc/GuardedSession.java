@@ -54,6 +54,18 @@ final class GuardedSession {
     return null;
   }
 
+  /**
+   * The store's own session under a session made by {@link #wrap} (its connection without the
+   * guard's proxy, for the store's statements), or {@code session} itself for any other session.
+   */
+  static SqlSession unguarded(SqlSession session) {
+    if (Proxy.isProxyClass(session.getClass())
+        && Proxy.getInvocationHandler(session) instanceof SessionHandler handler) {
+      return handler.session;
+    }
+    return session;
+  }
+
   private static final class SessionHandler implements InvocationHandler {
     private final SqlSession session;
     private final OpenTransaction transaction;

@@ -131,7 +131,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table);
     this.existsStatement = namespace + ".exists";
     this.purgeStatement = namespace + ".purge";
-    this.claims = new ClaimStatement(namespace, lockTimeout);
+    this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout);
     Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
     this.commit = new CheckedCommit(freshSession, table);
     this.failures = new FailureClassifier(freshSession, commit);
