@@ -89,9 +89,10 @@ public interface EnvelopeFormat {
    * delivers, so the default key is {@code source + " " + id} with the same checks:
    *
    * <ul>
-   *   <li>headers: the delivery's headers without its content type, then each attribute (and
-   *       extension) as {@code ce_<name>} (strings as they are, numbers and booleans as text),
-   *       and {@code datacontenttype} as {@code content-type};
+   *   <li>headers: the delivery's headers without its content type ({@code content-type} and
+   *       JMS's {@code content_type}), then each attribute (and extension) as {@code ce_<name>}
+   *       (strings as they are, numbers and booleans as text), and {@code datacontenttype} as
+   *       {@code content-type};
    *   <li>payload: {@code data_base64} decoded; else {@code data} — its text when it is a string
    *       and {@code datacontenttype} is not JSON, the JSON value otherwise (compact, numbers kept
    *       exact; a binary-mode retry of the same event is a duplicate only if its payload was

@@ -168,4 +168,15 @@ class CloudEventsStructuredEnvelopeTest {
     InboundMessage opened = opened(ce, delivery(event, "content-type", "application/cloudevents+json; charset=US-ASCII"));
     assertThat(found(IdempotencyKeyExtractor.defaults(), opened).value()).isEqualTo("/orders A-1");
   }
+
+  /** Review of issue 17: JMS exposes its content_type property under both names; neither is the event's. */
+  @Test
+  void theEnvelopesJmsContentTypeIsNotPassedOn() {
+    InboundMessage opened = opened(ce, delivery(event, "content_type", "application/cloudevents+json",
+        "content-type", "application/cloudevents+json"));
+    assertThat(opened.headers()).doesNotContainKeys("content_type", "content-type");
+    String typed = event.replace("\"data\":", "\"datacontenttype\":\"application/json\",\"data\":");
+    assertThat(opened(ce, delivery(typed, "content_type", "application/cloudevents+json")).headers())
+        .containsEntry("content-type", "application/json").doesNotContainKey("content_type");
+  }
 }

@@ -17,6 +17,8 @@ import org.jspecify.annotations.Nullable;
 public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
   public static final CloudEventsStructuredEnvelope INSTANCE = new CloudEventsStructuredEnvelope();
   static final String CONTENT_TYPE = "content-type";
+  /** The JMS spelling (JMS property names cannot hold '-'). */
+  private static final String JMS_CONTENT_TYPE = "content_type";
   private static final String STRUCTURED = "application/cloudevents+json";
   private static final String BATCH = "application/cloudevents-batch";
   private static final String ANY_FORMAT = "application/cloudevents";
@@ -109,7 +111,9 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
     if (data != null && base64 != null) {
       throw new BadJson("both 'data' and 'data_base64'; an event has one");
     }
-    EnvelopeJson.Headers headers = EnvelopeJson.headersOf(message).removeIgnoringCase(CONTENT_TYPE);
+    // the envelope's content type in both spellings (JMS exposes property content_type as both)
+    EnvelopeJson.Headers headers = EnvelopeJson.headersOf(message).removeIgnoringCase(CONTENT_TYPE)
+        .removeIgnoringCase(JMS_CONTENT_TYPE);
     for (Iterator<Map.Entry<String, JsonNode>> it = event.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> attribute = it.next();
       String name = attribute.getKey();
