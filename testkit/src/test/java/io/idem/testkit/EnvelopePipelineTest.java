@@ -159,6 +159,19 @@ class EnvelopePipelineTest {
     }
   }
 
+  /** Review of issue 17: a keyless reason says the key was looked for inside the envelope. */
+  @Test
+  void aKeylessReasonNamesTheEnvelopeThatWasOpened() {
+    var consumer = pipeline().build();
+    List<RecordingAcknowledgement> acks = new ArrayList<>();
+    assertThat(process(consumer, acks, sns(ORDER, Map.of(), 1), delivery(ORDER.getBytes(StandardCharsets.UTF_8), "k-1")))
+        .containsOnly(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(acks.get(0).reason.cause()).isEqualTo(DeadLetterCause.NO_KEY);
+    assertThat(acks.get(0).reason.detail()).startsWith("no idempotency key")
+        .endsWith(" (in the event inside the SNS notification)");
+    assertThat(acks.get(1).reason.detail()).doesNotContain("inside");
+  }
+
   /** Review of issue 17: JSON that only resembles an envelope is the producer's body, untouched. */
   @Test
   void bodiesThatOnlyResembleAnEnvelopeReachTheHandlerIntact() {
