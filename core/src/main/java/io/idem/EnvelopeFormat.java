@@ -50,7 +50,10 @@ public interface EnvelopeFormat {
 
   /**
    * An Amazon SNS notification delivered to SQS (or HTTP) without raw message delivery: a JSON
-   * object with {@code "Type":"Notification"} and a {@code TopicArn}. Unwrapped to:
+   * object with every field SNS puts in every notification, {@code "Type":"Notification"}, {@code
+   * MessageId}, {@code TopicArn}, {@code Message} and {@code Timestamp} (present, not null); a JSON
+   * body missing any of them is no envelope and passes through untouched. Never recognized in a
+   * CloudEvent's {@code data}, which has a content type. Unwrapped to:
    *
    * <ul>
    *   <li>payload: the {@code Message} string as UTF-8, exactly what the producer published;
@@ -62,8 +65,9 @@ public interface EnvelopeFormat {
    * </ul>
    *
    * <p>{@code MessageId}, {@code Timestamp} and {@code Signature} are SNS's and new on every
-   * publish, so they are neither the key nor fingerprinted. Rejected: no {@code MessageId}, no
-   * {@code Message} or a {@code Message} that is not a string, attributes that are not {@code
+   * publish, so they are neither the key nor fingerprinted. Rejected (only with all five fields
+   * present): a blank {@code MessageId}, a {@code MessageId}, {@code Message} or {@code Timestamp}
+   * that is not a string, attributes that are not {@code
    * {"Type":…,"Value":…}} objects, Binary values that are not base64, invalid JSON or a repeated
    * member name.
    */
@@ -76,22 +80,30 @@ public interface EnvelopeFormat {
    * {@code application/cloudevents+json} (parameters such as {@code charset=utf-8} allowed, names
    * and values compared case-insensitively) in a {@code content-type} header (Kafka header, AMQP
    * {@code content-type} property, JMS property {@code content_type}), and where the message has
-   * no content type at all (SQS) by its shape: a JSON object with string members {@code
-   * specversion}, {@code id}, {@code source} and {@code type}. Unwrapped to what binary mode
+   * no content type at all (SQS, an SNS {@code Message}) by its shape: a JSON object with {@code
+   * specversion} exactly {@code "1.0"} and string members {@code id}, {@code source} and {@code
+   * type} that is a valid event; a by-shape candidate that is not (another specversion, an
+   * object-valued attribute…) passes through unchanged. A CloudEvent's {@code data} is never
+   * opened by shape (it is JSON by default): only {@code "datacontenttype":
+   * "application/cloudevents+json"} nests one event in another. Unwrapped to what binary mode
    * delivers, so the default key is {@code source + " " + id} with the same checks:
    *
    * <ul>
-   *   <li>headers: the delivery's headers without its content type, then each attribute (and
-   *       extension) as {@code ce_<name>} (strings as they are, numbers and booleans as text),
-   *       and {@code datacontenttype} as {@code content-type};
+   *   <li>headers: the delivery's headers without its content type ({@code content-type} and
+   *       JMS's {@code content_type}), then each attribute (and extension) as {@code ce_<name>}
+   *       (strings as they are, numbers and booleans as text), and {@code datacontenttype} as
+   *       {@code content-type};
    *   <li>payload: {@code data_base64} decoded; else {@code data} — its text when it is a string
    *       and {@code datacontenttype} is not JSON, the JSON value otherwise (compact, numbers kept
-   *       exact); empty without either.
+   *       exact; a binary-mode retry of the same event is a duplicate only if its payload was
+   *       compact JSON too); empty without either.
    * </ul>
    *
-   * <p>Rejected: invalid JSON, not an object, a repeated member, a missing or non-string {@code
+   * <p>Rejected, only under a CloudEvents content type: invalid JSON, not an object, a repeated
+   * member, a missing or non-string {@code
    * specversion}, {@code id} or {@code source}, an attribute that is an object or array, both
-   * {@code data} and {@code data_base64}, a charset other than UTF-8, another CloudEvents format
+   * {@code data} and {@code data_base64}, a charset other than UTF-8 (US-ASCII, its
+   * subset, is accepted), another CloudEvents format
    * ({@code application/cloudevents+avro}…), and batch mode ({@code
    * application/cloudevents-batch+json}: several events in one delivery cannot share one
    * idempotency key and one acknowledgement; publish them one event per message).

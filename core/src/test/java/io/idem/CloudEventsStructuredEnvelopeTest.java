@@ -119,4 +119,64 @@ class CloudEventsStructuredEnvelopeTest {
     assertThat(rejected(ce, delivery(batch, "content-type", "application/cloudevents-batch+json")))
         .contains("batch mode").contains("one event per message");
   }
+
+  /**
+   * Review of issue 17: a CloudEvent whose {@code data} is CloudEvent-shaped (an audit or replay
+   * event) is the outer event; only an explicit {@code datacontenttype} nests one.
+   */
+  @Test
+  void dataThatLooksLikeACloudEventIsNotOpenedByShape() {
+    String outer = "{\"specversion\":\"1.0\",\"id\":\"audit-9\",\"source\":\"/audit\",\"type\":\"Replayed\","
+        + "\"data\":" + event + "}";
+    for (InboundMessage delivery : new InboundMessage[] {
+        delivery(outer), delivery(outer, "content-type", "application/cloudevents+json")}) {
+      InboundMessage opened = opened(ce, delivery);
+      assertThat(found(IdempotencyKeyExtractor.defaults(), opened).value()).isEqualTo("/audit audit-9");
+      assertThat(ce.unwrap(opened)).isInstanceOf(Unwrapping.NotRecognized.class);
+      assertThat(EnvelopeFormat.snsNotification().unwrap(opened(ce, delivery(outer.replace(event,
+          EnvelopeFormatTest.sns("m-1", "x", null, null)))))).isInstanceOf(Unwrapping.NotRecognized.class);
+    }
+    String nested = outer.replace("\"data\":", "\"datacontenttype\":\"application/cloudevents+json\",\"data\":");
+    InboundMessage inner = opened(ce, opened(ce, delivery(nested)));
+    assertThat(found(IdempotencyKeyExtractor.defaults(), inner).value()).isEqualTo("/orders A-1");
+  }
+
+  /** Review of issue 17: without a content type only a valid 1.0 event is one; anything else is the body. */
+  @Test
+  void byShapeCandidatesThatAreNoValidCloudEventPassThrough() {
+    String[] candidates = {
+        event.replace("\"1.0\"", "\"3\""),
+        event.replace("\"1.0\"", "\"0.3\""),
+        event.replace("\"1.0\"", "1.0"),
+        event.replace("\"com.example.OrderPaid\"", "7"),
+        event.replace(",\"type\":\"com.example.OrderPaid\"", ""),
+        event.replace("\"eu\"", "{\"name\":\"Ada\"}"),
+        event.replace("}}", "},\"data_base64\":\"AA==\"}"),
+        event.replace("}}", "},\"data_base64\":\"!!\"}").replace("\"data\":{\"orderId\":42,\"amount\":12.50},", ""),
+        "{\"specversion\":\"2\",\"id\":\"c-1\",\"source\":\"crm\",\"type\":\"customer.updated\",\"name\":\"Ada\"}",
+        "{\"specversion\":\"1.0\",\"id\":\"c-1\",\"source\":\"crm\",\"type\":\"t\" trailing"};
+    for (String candidate : candidates) {
+      assertThat(ce.unwrap(delivery(candidate))).as(candidate).isInstanceOf(Unwrapping.NotRecognized.class);
+    }
+    // the same object-valued attribute under a CloudEvents content type: claimed, so rejected
+    assertThat(rejected(ce, delivery(candidates[5], "content-type", "application/cloudevents+json")))
+        .contains("attribute 'tenant' is a JSON object");
+  }
+
+  @Test
+  void usAsciiIsAcceptedAsTheUtf8SubsetItIs() {
+    InboundMessage opened = opened(ce, delivery(event, "content-type", "application/cloudevents+json; charset=US-ASCII"));
+    assertThat(found(IdempotencyKeyExtractor.defaults(), opened).value()).isEqualTo("/orders A-1");
+  }
+
+  /** Review of issue 17: JMS exposes its content_type property under both names; neither is the event's. */
+  @Test
+  void theEnvelopesJmsContentTypeIsNotPassedOn() {
+    InboundMessage opened = opened(ce, delivery(event, "content_type", "application/cloudevents+json",
+        "content-type", "application/cloudevents+json"));
+    assertThat(opened.headers()).doesNotContainKeys("content_type", "content-type");
+    String typed = event.replace("\"data\":", "\"datacontenttype\":\"application/json\",\"data\":");
+    assertThat(opened(ce, delivery(typed, "content_type", "application/cloudevents+json")).headers())
+        .containsEntry("content-type", "application/json").doesNotContainKey("content_type");
+  }
 }

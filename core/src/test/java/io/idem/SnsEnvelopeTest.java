@@ -80,21 +80,39 @@ class SnsEnvelopeTest {
   }
 
   @Test
-  void aNotificationWithoutItsMessageIsRejected() {
-    String body = sns("m-1", "x", attributes, null).replace("\"Message\":\"x\",", "");
-    assertThat(rejected(sns, delivery(body))).contains("SNS notification").contains("no Message");
+  void aNotificationWhoseMessageIsNoStringIsRejected() {
     String objectMessage = sns("m-1", "x", attributes, null).replace("\"Message\":\"x\"", "\"Message\":{\"a\":1}");
     assertThat(rejected(sns, delivery(objectMessage))).contains("member 'Message' is a JSON object");
+    String numberTimestamp = sns("m-1", "x", attributes, null).replaceFirst("\"Timestamp\":\"[^\"]*\"", "\"Timestamp\":1");
+    assertThat(rejected(sns, delivery(numberTimestamp))).contains("member 'Timestamp' is a JSON number");
+  }
+
+  /** Review of issue 17: a JSON body without every field SNS always sends is the producer's, not SNS's. */
+  @Test
+  void aBodyMissingAnyFieldEveryNotificationCarriesIsNotAnEnvelope() {
+    String full = sns("m-1", "x", attributes, null);
+    assertThat(sns.unwrap(delivery(full))).isInstanceOf(Unwrapping.Unwrapped.class);
+    for (String field : new String[] {"MessageId", "TopicArn", "Message", "Timestamp"}) {
+      String without = full.replaceFirst("\"" + field + "\":\"[^\"]*\",", "");
+      assertThat(without).as(field).doesNotContain("\"" + field + "\":");
+      assertThat(sns.unwrap(delivery(without))).as("without " + field).isInstanceOf(Unwrapping.NotRecognized.class);
+      String nulled = full.replaceFirst("\"" + field + "\":\"[^\"]*\"", "\"" + field + "\":null");
+      assertThat(sns.unwrap(delivery(nulled))).as(field + " null").isInstanceOf(Unwrapping.NotRecognized.class);
+    }
+    // a notification service's own command: Type Notification and a TopicArn, nothing else of SNS
+    String command = "{\"requestId\":\"r-1\",\"Type\":\"Notification\",\"TopicArn\":\"arn:aws:sns:eu-west-1:1:alerts\","
+        + "\"Subject\":\"Disk full\",\"Message\":{\"host\":\"h-7\"}}";
+    assertThat(sns.unwrap(delivery(command))).isInstanceOf(Unwrapping.NotRecognized.class);
   }
 
   @Test
   void brokenNotificationsAreRejectedNotPassedOn() {
-    assertThat(rejected(sns, delivery("{\"Type\":\"Notification\",\"TopicArn\":\"arn\",\"Message\":"))).contains("invalid JSON");
+    assertThat(rejected(sns, delivery("{\"Type\":\"Notification\",\"MessageId\":\"m\",\"TopicArn\":\"arn\","
+        + "\"Timestamp\":\"t\",\"Message\":"))).contains("invalid JSON");
     assertThat(rejected(sns, delivery(sns("m-1", "x", "{\"k\":\"v\"}", null)))).contains("MessageAttributes 'k'");
     assertThat(rejected(sns, delivery(sns("m-1", "x", "{\"k\":{\"Type\":\"Binary\",\"Value\":\"%%\"}}", null))))
         .contains("not base64");
-    assertThat(rejected(sns, delivery(sns("m-1", "x", null, null).replace("\"MessageId\":\"m-1\",", ""))))
-        .contains("no MessageId");
+    assertThat(rejected(sns, delivery(sns(" ", "x", null, null)))).contains("no MessageId");
     String twice = sns("m-1", "x", null, null).replace("\"Message\":\"x\"", "\"Message\":\"x\",\"Message\":\"y\"");
     assertThat(rejected(sns, delivery(twice))).contains("Duplicate field 'Message'");
   }

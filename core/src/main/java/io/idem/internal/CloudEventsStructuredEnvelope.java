@@ -17,11 +17,15 @@ import org.jspecify.annotations.Nullable;
 public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
   public static final CloudEventsStructuredEnvelope INSTANCE = new CloudEventsStructuredEnvelope();
   static final String CONTENT_TYPE = "content-type";
+  /** The JMS spelling (JMS property names cannot hold '-'). */
+  private static final String JMS_CONTENT_TYPE = "content_type";
   private static final String STRUCTURED = "application/cloudevents+json";
   private static final String BATCH = "application/cloudevents-batch";
   private static final String ANY_FORMAT = "application/cloudevents";
   private static final String NAME = "CloudEvents structured mode";
   private static final byte[] SPECVERSION = EnvelopeJson.needle("\"specversion\"");
+  /** The only released CloudEvents version, the one a by-shape candidate must name. */
+  private static final String SPEC_VERSION = "1.0";
 
   private CloudEventsStructuredEnvelope() {}
 
@@ -49,9 +53,11 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
       String[] parameter = parts[i].split("=", 2);
       if (parameter[0].trim().equalsIgnoreCase("charset") && parameter.length == 2) {
         String charset = parameter[1].trim().replace("\"", "");
-        if (!charset.equalsIgnoreCase("utf-8") && !charset.equalsIgnoreCase("utf8")) {
+        // US-ASCII is a subset of UTF-8: an ASCII event reads the same either way
+        if (!charset.equalsIgnoreCase("utf-8") && !charset.equalsIgnoreCase("utf8")
+            && !charset.equalsIgnoreCase("us-ascii")) {
           return Unwrapping.rejected(NAME + ": charset '" + charset + "' in content type '"
-              + contentType + "'; the JSON event format is UTF-8");
+              + contentType + "'; the JSON event format is UTF-8 (US-ASCII accepted as its subset)");
         }
       }
     }
@@ -62,29 +68,35 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
     }
   }
 
-  /** No content type (SQS, or a producer that set none): a JSON object shaped as a CloudEvent. */
+  /**
+   * No content type (SQS, or a producer that set none): a JSON object shaped as a CloudEvent,
+   * {@code specversion} exactly {@value #SPEC_VERSION} and string {@code id}, {@code source} and
+   * {@code type}. Nothing claimed it was a CloudEvent, so a candidate that is not a valid one
+   * (invalid JSON, an object-valued attribute, both {@code data} and {@code data_base64}…) is a
+   * business payload and passes through unchanged. Never inside a CloudEvent's {@code data}:
+   * that has a content type, {@code datacontenttype} or JSON by default.
+   */
   private static Unwrapping byShape(InboundMessage message) {
     byte[] payload = message.payload();
-    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, SPECVERSION)) {
+    if (UnwrappedMessage.typed(message) || !EnvelopeJson.looksLikeObject(payload)
+        || !EnvelopeJson.contains(payload, SPECVERSION)) {
       return Unwrapping.notRecognized();
     }
-    ObjectNode root;
     try {
-      root = EnvelopeJson.parse(payload);
-    } catch (BadJson e) {
-      return Unwrapping.notRecognized(); // no content type said it was a CloudEvent
-    }
-    for (String required : new String[] {"specversion", "id", "source", "type"}) {
-      JsonNode node = root.get(required);
-      if (node == null || !node.isTextual()) {
+      ObjectNode root = EnvelopeJson.parse(payload);
+      JsonNode specversion = root.get("specversion");
+      if (specversion == null || !SPEC_VERSION.equals(specversion.textValue())) {
         return Unwrapping.notRecognized();
       }
-    }
-    try {
+      for (String required : new String[] {"id", "source", "type"}) {
+        JsonNode node = root.get(required);
+        if (node == null || !node.isTextual()) {
+          return Unwrapping.notRecognized();
+        }
+      }
       return Unwrapping.unwrapped(open(message, root), NAME + " (by shape)");
     } catch (BadJson e) {
-      return Unwrapping.rejected(NAME + " (a JSON object with specversion, id, source and type): "
-          + e.getMessage());
+      return Unwrapping.notRecognized(); // no content type said it was a CloudEvent
     }
   }
 
@@ -99,7 +111,9 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
     if (data != null && base64 != null) {
       throw new BadJson("both 'data' and 'data_base64'; an event has one");
     }
-    EnvelopeJson.Headers headers = EnvelopeJson.headersOf(message).removeIgnoringCase(CONTENT_TYPE);
+    // the envelope's content type in both spellings (JMS exposes property content_type as both)
+    EnvelopeJson.Headers headers = EnvelopeJson.headersOf(message).removeIgnoringCase(CONTENT_TYPE)
+        .removeIgnoringCase(JMS_CONTENT_TYPE);
     for (Iterator<Map.Entry<String, JsonNode>> it = event.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> attribute = it.next();
       String name = attribute.getKey();
@@ -116,7 +130,7 @@ public final class CloudEventsStructuredEnvelope implements EnvelopeFormat {
     }
     String dataContentType = EnvelopeJson.text(event, "datacontenttype");
     headers.put(CONTENT_TYPE, dataContentType);
-    return headers.message(message, payload(data, base64, dataContentType));
+    return headers.typedMessage(message, payload(data, base64, dataContentType));
   }
 
   private static byte[] payload(@Nullable JsonNode data, @Nullable JsonNode base64,

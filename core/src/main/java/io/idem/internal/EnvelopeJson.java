@@ -185,6 +185,11 @@ final class EnvelopeJson {
     InboundMessage message(InboundMessage delivery, byte[] payload) {
       return UnwrappedMessage.of(delivery, Map.copyOf(text), Set.copyOf(undecodable), payload);
     }
+
+    /** The message of a payload whose content type its envelope implies (see {@link UnwrappedMessage}). */
+    InboundMessage typedMessage(InboundMessage delivery, byte[] payload) {
+      return new UnwrappedMessage(delivery, Map.copyOf(text), Set.copyOf(undecodable), payload, true);
+    }
   }
 
   private static String firstLine(@Nullable String text) {

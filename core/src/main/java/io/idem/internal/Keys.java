@@ -48,6 +48,7 @@ final class Keys {
    */
   KeyOrReason key(InboundMessage delivery) {
     InboundMessage message = delivery;
+    String opened = ""; // names the envelopes in a keyless reason: the key was looked for inside
     if (envelopes != null) {
       Unwrapping unwrapping = ChainedEnvelopeFormat.open(envelopes, delivery);
       if (unwrapping instanceof Unwrapping.Rejected rejected) {
@@ -55,14 +56,15 @@ final class Keys {
       }
       if (unwrapping instanceof Unwrapping.Unwrapped unwrapped) {
         message = unwrapped.message();
+        opened = " (in the event inside the " + unwrapped.format() + ")";
       }
     }
     KeyExtraction extraction = ChainedKeyExtractor.extractSafely(extractor, message);
     if (extraction instanceof KeyExtraction.Absent absent) {
-      return KeyOrReason.reason(message, DeadLetterCause.NO_KEY, absent.detail());
+      return KeyOrReason.reason(message, DeadLetterCause.NO_KEY, absent.detail() + opened);
     }
     if (extraction instanceof KeyExtraction.Rejected rejected) {
-      return KeyOrReason.reason(message, DeadLetterCause.INVALID_KEY, rejected.reason());
+      return KeyOrReason.reason(message, DeadLetterCause.INVALID_KEY, rejected.reason() + opened);
     }
     KeyExtraction.Found found = (KeyExtraction.Found) extraction;
     String value = found.value();

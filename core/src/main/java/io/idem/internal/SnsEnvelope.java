@@ -10,37 +10,57 @@ import io.idem.spi.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /** {@link EnvelopeFormat#snsNotification()}. */
 public final class SnsEnvelope implements EnvelopeFormat {
   public static final SnsEnvelope INSTANCE = new SnsEnvelope();
   private static final String NAME = "SNS notification";
-  private static final byte[] TOPIC_ARN = EnvelopeJson.needle("\"TopicArn\"");
-  private static final byte[] NOTIFICATION = EnvelopeJson.needle("\"Notification\"");
+  /** Besides {@code "Type":"Notification"}, what every SNS notification carries. */
+  private static final List<String> FIELDS = List.of("MessageId", "TopicArn", "Message", "Timestamp");
+  private static final List<byte[]> NEEDLES = Stream.concat(Stream.of("Notification"), FIELDS.stream())
+      .map(name -> EnvelopeJson.needle("\"" + name + "\"")).toList();
 
   private SnsEnvelope() {}
 
+  /**
+   * Recognized only with every field SNS puts in every notification, {@code "Type":"Notification"},
+   * {@code MessageId}, {@code TopicArn}, {@code Message} and {@code Timestamp} (present, not JSON
+   * null): a business JSON that has only some of them passes through untouched. Only a body that
+   * has them all and is still broken (invalid JSON, a non-string field, bad attributes) is
+   * rejected. Never inside a CloudEvent's {@code data}, which has a content type.
+   */
   @Override
   public Unwrapping unwrap(InboundMessage message) {
     byte[] payload = message.payload();
-    // most payloads are no SNS notification: two byte scans before any parsing
-    if (!EnvelopeJson.looksLikeObject(payload) || !EnvelopeJson.contains(payload, TOPIC_ARN)
-        || !EnvelopeJson.contains(payload, NOTIFICATION)) {
+    // most payloads are no SNS notification: byte scans before any parsing
+    if (UnwrappedMessage.typed(message) || !EnvelopeJson.looksLikeObject(payload)) {
       return Unwrapping.notRecognized();
+    }
+    for (byte[] needle : NEEDLES) {
+      if (!EnvelopeJson.contains(payload, needle)) {
+        return Unwrapping.notRecognized();
+      }
     }
     ObjectNode root;
     try {
       root = EnvelopeJson.parse(payload);
     } catch (BadJson e) {
-      // the bytes name both defining fields, but the JSON cannot say whether they are members
-      return Unwrapping.rejected(NAME + " (payload has \"Type\":\"Notification\" and \"TopicArn\"): "
-          + e.getMessage());
+      // the bytes name every defining field, but the JSON cannot say whether they are members
+      return Unwrapping.rejected(NAME + " (payload names Type Notification, MessageId, TopicArn,"
+          + " Message and Timestamp): " + e.getMessage());
     }
     JsonNode type = root.get("Type");
-    if (type == null || !type.isTextual() || !type.textValue().equals("Notification")
-        || !root.has("TopicArn")) {
+    if (type == null || !"Notification".equals(type.textValue())) {
       return Unwrapping.notRecognized();
+    }
+    for (String field : FIELDS) {
+      JsonNode node = root.get(field);
+      if (node == null || node.isNull()) {
+        return Unwrapping.notRecognized();
+      }
     }
     try {
       return Unwrapping.unwrapped(open(message, root), NAME);
@@ -51,7 +71,7 @@ public final class SnsEnvelope implements EnvelopeFormat {
 
   private static InboundMessage open(InboundMessage message, ObjectNode root) throws BadJson {
     String messageId = EnvelopeJson.text(root, "MessageId");
-    if (messageId == null || messageId.isBlank()) {
+    if (messageId == null || messageId.isBlank()) { // present (unwrap checked), but blank
       throw new BadJson("no MessageId");
     }
     String topicArn = EnvelopeJson.text(root, "TopicArn");

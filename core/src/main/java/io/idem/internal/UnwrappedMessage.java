@@ -10,13 +10,16 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The event inside an envelope: its own headers and payload, the delivery's everything else
- * (source, broker id, attempt, attempt limit, received-at, native record).
+ * (source, broker id, attempt, attempt limit, received-at, native record). {@code typed}: the
+ * envelope gave the payload a content type, explicit or implied (a CloudEvent's {@code data} is
+ * JSON without a {@code datacontenttype}), so no envelope may be recognized in it by its shape.
  */
 public record UnwrappedMessage(
     InboundMessage delivery,
     Map<String, String> headers,
     Set<String> undecodableHeaders,
-    byte[] payload)
+    byte[] payload,
+    boolean typed)
     implements InboundMessage {
 
   public UnwrappedMessage {
@@ -28,7 +31,12 @@ public record UnwrappedMessage(
 
   public static InboundMessage of(InboundMessage delivery, Map<String, String> headers,
       Set<String> undecodableHeaders, byte[] payload) {
-    return new UnwrappedMessage(delivery, headers, undecodableHeaders, payload);
+    return new UnwrappedMessage(delivery, headers, undecodableHeaders, payload, false);
+  }
+
+  /** Whether {@code message} is an envelope's payload whose content type the envelope implies. */
+  public static boolean typed(InboundMessage message) {
+    return message instanceof UnwrappedMessage unwrapped && unwrapped.typed;
   }
 
   @Override

@@ -120,9 +120,9 @@ class EnvelopesIT {
 
     // bad: each dead-lettered with INVALID_KEY and a detail containing the given text
     List<Bad> bad = new ArrayList<>();
-    String noMessage = new String(SampleEnvelopes.snsNotification("x", Map.of("idempotency-key", id + "-bad"),
-        null, 1), StandardCharsets.UTF_8).replace("\"Message\":\"x\",", "");
-    bad.add(new Bad(new Outbound(Map.of(), noMessage.getBytes(StandardCharsets.UTF_8)), "no Message"));
+    String objectMessage = new String(SampleEnvelopes.snsNotification("x", Map.of("idempotency-key", id + "-bad"),
+        null, 1), StandardCharsets.UTF_8).replace("\"Message\":\"x\",", "\"Message\":{\"a\":1},");
+    bad.add(new Bad(new Outbound(Map.of(), objectMessage.getBytes(StandardCharsets.UTF_8)), "'Message' is a JSON object"));
     if (!sqs) {
       bad.add(new Bad(Outbound.of(Map.of("content-type", CLOUDEVENTS_JSON),
           ("{\"specversion\":\"1.0\",\"id\":\"" + id + "-broken\"").getBytes(StandardCharsets.UTF_8)), "invalid JSON"));

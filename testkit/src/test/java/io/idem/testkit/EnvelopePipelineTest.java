@@ -140,6 +140,56 @@ class EnvelopePipelineTest {
     assertThat(seen).containsExactly("{\"orderId\":42,\"amount\":12.50}");
   }
 
+  /** Review of issue 17: the inner event was processed; the event carrying it is another effect. */
+  @Test
+  void aCloudEventCarryingACloudEventIsKeyedByTheOuterEvent() {
+    String inner = new String(SampleEnvelopes.cloudEvent("/orders", "A-1", ORDER), StandardCharsets.UTF_8);
+    String outer = "{\"specversion\":\"1.0\",\"id\":\"audit-9\",\"source\":\"/audit\",\"type\":\"Replayed\","
+        + "\"data\":" + inner + "}";
+    for (String[] contentType : new String[][] {{}, {"content-type", CLOUDEVENTS_JSON}}) {
+      var consumer = pipeline().consumerGroup("billing-" + contentType.length).build();
+      seen.clear();
+      keys.clear();
+      assertThat(process(consumer, new ArrayList<>(),
+          delivery(inner.getBytes(StandardCharsets.UTF_8), "k-1", contentType),
+          delivery(outer.getBytes(StandardCharsets.UTF_8), "k-2", contentType)))
+          .containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.PROCESSED);
+      assertThat(keys).containsExactly("CLOUDEVENTS:/orders A-1", "CLOUDEVENTS:/audit audit-9");
+      assertThat(seen).containsExactly(ORDER, inner);
+    }
+  }
+
+  /** Review of issue 17: a keyless reason says the key was looked for inside the envelope. */
+  @Test
+  void aKeylessReasonNamesTheEnvelopeThatWasOpened() {
+    var consumer = pipeline().build();
+    List<RecordingAcknowledgement> acks = new ArrayList<>();
+    assertThat(process(consumer, acks, sns(ORDER, Map.of(), 1), delivery(ORDER.getBytes(StandardCharsets.UTF_8), "k-1")))
+        .containsOnly(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(acks.get(0).reason.cause()).isEqualTo(DeadLetterCause.NO_KEY);
+    assertThat(acks.get(0).reason.detail()).startsWith("no idempotency key")
+        .endsWith(" (in the event inside the SNS notification)");
+    assertThat(acks.get(1).reason.detail()).doesNotContain("inside");
+  }
+
+  /** Review of issue 17: JSON that only resembles an envelope is the producer's body, untouched. */
+  @Test
+  void bodiesThatOnlyResembleAnEnvelopeReachTheHandlerIntact() {
+    var consumer = pipeline().keyExtractor(IdempotencyKeyExtractor.jsonPointer("/requestId")).build();
+    List<String> bodies = List.of(
+        "{\"requestId\":\"r-1\",\"Type\":\"Notification\",\"TopicArn\":\"arn:aws:sns:eu-west-1:1:alerts\","
+            + "\"Subject\":\"Disk full\",\"Message\":\"host-7 at 98%\"}",
+        "{\"requestId\":\"r-2\",\"specversion\":\"2\",\"id\":\"c-1\",\"source\":\"crm\",\"type\":\"t\","
+            + "\"name\":\"Ada\"}",
+        "{\"requestId\":\"r-3\",\"specversion\":\"1.0\",\"id\":\"c-1\",\"source\":\"crm\",\"type\":\"t\","
+            + "\"customer\":{\"name\":\"Ada\"}}");
+    List<RecordingAcknowledgement> acks = new ArrayList<>();
+    assertThat(process(consumer, acks, bodies.stream().map(body -> delivery(body.getBytes(StandardCharsets.UTF_8),
+        "sqs-" + body.length())).toArray(InboundMessage[]::new))).containsOnly(ProcessingOutcome.PROCESSED);
+    assertThat(seen).containsExactlyElementsOf(bodies);
+    assertThat(keys).containsExactly("PAYLOAD:r-1", "PAYLOAD:r-2", "PAYLOAD:r-3");
+  }
+
   @Test
   void nestingIsBoundedByMaxDepth() {
     String inner = ORDER;
@@ -163,7 +213,7 @@ class EnvelopePipelineTest {
   void envelopesThatCannotBeOpenedAreDeadLetteredWithTheReason() {
     var consumer = pipeline().build();
     String noMessage = new String(SampleEnvelopes.snsNotification("x", Map.of("idempotency-key", "k"), null, 1),
-        StandardCharsets.UTF_8).replace("\"Message\":\"x\",", "");
+        StandardCharsets.UTF_8).replace("\"Message\":\"x\",", "\"Message\":{\"a\":1},");
     List<RecordingAcknowledgement> acks = new ArrayList<>();
     assertThat(process(consumer, acks,
         delivery(noMessage.getBytes(StandardCharsets.UTF_8), "sqs-1"),
@@ -176,7 +226,7 @@ class EnvelopePipelineTest {
       assertThat(ack.reason.cause()).isEqualTo(DeadLetterCause.INVALID_KEY);
       assertThat(ack.reason.key()).isNull();
     });
-    assertThat(acks.get(0).reason.detail()).contains("SNS notification").contains("no Message");
+    assertThat(acks.get(0).reason.detail()).contains("SNS notification").contains("'Message' is a JSON object");
     assertThat(acks.get(1).reason.detail()).contains("CloudEvents structured mode").contains("invalid JSON");
     assertThat(acks.get(2).reason.detail()).contains("batch mode");
     assertThat(seen).isEmpty();
@@ -187,7 +237,8 @@ class EnvelopePipelineTest {
     var consumer = pipeline().build();
     Map<String, String> attributes = Map.of("idempotency-key", "order-43");
     List<InboundMessage> batch = List.of(sns(ORDER, attributes, 1),
-        delivery("{\"Type\":\"Notification\",\"TopicArn\":\"arn\",\"MessageId\":\"m\"}".getBytes(StandardCharsets.UTF_8), "sqs-x"),
+        delivery(("{\"Type\":\"Notification\",\"TopicArn\":\"arn\",\"MessageId\":\"m\",\"Message\":{\"a\":1},"
+            + "\"Timestamp\":\"2026-12-01T08:00:00.000Z\"}").getBytes(StandardCharsets.UTF_8), "sqs-x"),
         sns(ORDER, attributes, 2),
         delivery(SampleEnvelopes.cloudEvent("/orders", "A-9", ORDER), "sqs-y"));
     List<RecordingAcknowledgement> acks = List.of(new RecordingAcknowledgement(), new RecordingAcknowledgement(),
@@ -195,7 +246,7 @@ class EnvelopePipelineTest {
     assertThat(consumer.processBatch(batch, List.copyOf(acks), BatchOrder.ORDERED).outcomes()).containsExactly(
         ProcessingOutcome.PROCESSED, ProcessingOutcome.DEAD_LETTERED, ProcessingOutcome.DUPLICATE,
         ProcessingOutcome.PROCESSED);
-    assertThat(acks.get(1).reason.detail()).contains("no Message");
+    assertThat(acks.get(1).reason.detail()).contains("'Message' is a JSON object");
     assertThat(seen).containsExactly(ORDER, ORDER);
     assertThat(keys).containsExactly("HEADER:order-43", "CLOUDEVENTS:/orders A-9");
     // and a later redelivery of the batch through process is all duplicates
