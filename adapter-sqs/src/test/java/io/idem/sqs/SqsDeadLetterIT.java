@@ -108,7 +108,17 @@ class SqsDeadLetterIT extends SqsTestBase {
       throw new IllegalStateException("always fails");
     }, retries(MAX_RECEIVE_COUNT)), sqs);
 
-    await().atMost(redriveWait(queue)).until(() -> !target.deadLetters().isEmpty());
+    // When this wait fails, the message says where the message is: still in the queue (visible or
+    // hidden: Idem or a stale visibility extension holds it) or nowhere (the emulator dropped it:
+    // ElasticMQ deletes a message at maxReceiveCount when its dead-letter queue actor is missing).
+    // Seen in 2 of 3 suites run side by side on 1 December 2026, never alone; cause still open.
+    try {
+      await().atMost(redriveWait(queue)).until(() -> !target.deadLetters().isEmpty());
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      throw new AssertionError("nothing reached the RedrivePolicy's target in " + redriveWait(queue)
+          + "; the queue holds " + queue.visibleCount() + " visible of " + queue.pendingCount()
+          + " message(s) (0 of 0: the emulator dropped it), handler calls " + calls.get(), e);
+    }
     List<DeadLetteredMessage> dead = target.deadLetters();
     assertThat(dead).hasSize(1);
     // SQS moves the message unchanged, with its original attributes. That this copy carries no
