@@ -4,6 +4,7 @@ import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyException;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.SettlementRecord;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.DeliveryMode;
 import jakarta.jms.JMSException;
@@ -100,8 +101,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private boolean inBatch;
   private @Nullable Duration retryAfter;
   private boolean deadLetteredAtBrokerLimit;
-  private boolean released;
-  private @Nullable Duration heldForStore;
+  private final SettlementRecord record = new SettlementRecord();
 
   /**
    * @param hold waits before a retry's rollback (the worker's interruptible hold), or does
@@ -166,6 +166,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
       } else {
         message.acknowledge();
       }
+      record.markSettled();
     } catch (JMSException e) {
       throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
           ? "commit the JMS session" : "acknowledge") + " for a message of " + queue
@@ -220,7 +221,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   @Override
   public void retryWhenStoreAvailable(Duration delay) {
     settleOnce();
-    heldForStore = java.util.Objects.requireNonNull(delay, "delay");
+    record.markHeldForStore(delay);
   }
 
   /**
@@ -232,7 +233,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   @Override
   public void release() {
     settleOnce();
-    released = true;
+    record.markReleased();
     if (inBatch) {
       return;
     }
@@ -253,19 +254,17 @@ public final class JmsAcknowledgement implements Acknowledgement {
     }
   }
 
-  /** Whether {@link #release()} was called: the worker stops taking messages. */
-  boolean released() {
-    return released;
-  }
-
   /** Whether {@link #retry(Duration)} dead-lettered because this was the broker's last delivery. */
   boolean deadLetteredAtBrokerLimit() {
     return deadLetteredAtBrokerLimit;
   }
 
-  /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
-  @Nullable Duration heldForStore() {
-    return heldForStore;
+  /**
+   * What this delivery's settlement left for the worker: settled (committed or acknowledged, the
+   * dead-letter copy with it), released at shutdown, or held for the store with the delay.
+   */
+  SettlementRecord record() {
+    return record;
   }
 
   /**
@@ -297,6 +296,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
       } else {
         message.acknowledge();
       }
+      record.markSettled();
     } catch (JMSException e) {
       throw new IdempotencyException("could not " + (mode == JmsSessionMode.TRANSACTED
           ? "commit the dead-letter move" : "acknowledge the dead-lettered original")

@@ -119,7 +119,7 @@ final class JmsBatch {
           again.add(item); // not started, behind a retried one: no attempt
           continue;
         }
-        if (acknowledgement.released()) {
+        if (acknowledgement.record().isReleased()) {
           // close() interrupted the batch: nothing of the session may be committed now, as the
           // released messages were not applied; the applied ones come back as duplicates
           worker.unsettle(session);
@@ -132,7 +132,7 @@ final class JmsBatch {
               pipeline.retryPolicy().maxAttempts());
         }
         Duration retry = acknowledgement.retryAfter();
-        Duration store = acknowledgement.heldForStore();
+        Duration store = acknowledgement.record().heldForStore();
         if (retry != null) {
           // a handler failure: run again in this session as the next attempt, no rollback
           again.add(new Item(item.message(), item.inbound().withDeliveryAttempt(item.inbound().deliveryAttempt() + 1)));

@@ -1,5 +1,6 @@
 package io.idem.jms;
 
+import io.idem.spi.Settings;
 import jakarta.jms.ConnectionFactory;
 import java.time.Duration;
 import java.util.Objects;
@@ -333,33 +334,19 @@ public final class JmsConsumerConfig {
      * @throws IllegalArgumentException naming the setting and its value when one is out of range
      */
     public JmsConsumerConfig build() {
-      if (queue.isBlank()) {
-        throw new IllegalArgumentException("queue must not be blank, but was '" + queue + "'");
-      }
-      if (deadLetterQueue.isBlank()) {
-        throw new IllegalArgumentException(
-            "deadLetterQueue must not be blank, but was '" + deadLetterQueue + "'");
-      }
+      Settings.notBlank("queue", queue);
+      Settings.notBlank("deadLetterQueue", deadLetterQueue);
       if (deadLetterQueue.equals(queue)) {
         throw new IllegalArgumentException(
             "deadLetterQueue must differ from queue, but both were '" + queue + "'");
       }
-      if (concurrency < 1) {
-        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
-      }
-      if (maxBatchSize < 1) {
-        throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
-      }
+      Settings.atLeast("concurrency", concurrency, 1);
+      Settings.atLeast("maxBatchSize", maxBatchSize, 1);
       if (receiveTimeout.toMillis() < 1) {
         throw new IllegalArgumentException("receiveTimeout must be >= 1 ms, but was " + receiveTimeout);
       }
-      if (shutdownTimeout.isNegative()) {
-        throw new IllegalArgumentException(
-            "shutdownTimeout must not be negative, but was " + shutdownTimeout);
-      }
-      if (reconnectBackoff.isNegative() || reconnectBackoff.isZero()) {
-        throw new IllegalArgumentException("reconnectBackoff must be > 0, but was " + reconnectBackoff);
-      }
+      Settings.notNegative("shutdownTimeout", shutdownTimeout);
+      Settings.positive("reconnectBackoff", reconnectBackoff);
       if (brokerMaxDeliveryAttempts != null && brokerMaxDeliveryAttempts < 1
           && brokerMaxDeliveryAttempts != BROKER_UNLIMITED) {
         throw new IllegalArgumentException("brokerMaxDeliveryAttempts must be >= 1 or BROKER_UNLIMITED ("

@@ -4,6 +4,7 @@ import io.idem.BrokerConsumer;
 import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.AdapterWorker;
 import jakarta.jms.JMSException;
 import java.time.Duration;
 import java.time.Instant;
@@ -146,17 +147,14 @@ import org.slf4j.LoggerFactory;
  * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then is interrupted: a handler
  * that stops on it is not a failure ({@link io.idem.ProcessingOutcome#RELEASED}: no attempt, no
  * dead letter), and the worker rolls back (or recovers) its own session, so the broker has the
- * message again, and stops. A worker still busy {@link #AFTER_INTERRUPT} later has its connection
- * closed, which abandons its message uncommitted. A lost connection is reopened after
+ * message again, and stops. A worker still busy {@link AdapterWorker#AFTER_INTERRUPT} (5 s) later
+ * has its connection closed, which abandons its message uncommitted. A lost connection is reopened after
  * {@link JmsConsumerConfig#reconnectBackoff()}. Thread-safe: {@link #start()}, {@link #close()} and
  * {@link #isRunning()} may be called from any thread; each worker's JMS session is used by its own
  * thread only.
  */
 public final class JmsIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(JmsIdempotentConsumer.class);
-
-  /** How long {@link #close()} waits for a worker it interrupted past the shutdown timeout. */
-  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
   private enum State { NEW, RUNNING, CLOSED }
 
@@ -274,26 +272,20 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
     workers.forEach(JmsWorker::stop);
     long deadline = System.nanoTime() + config.shutdownTimeout().toNanos()
         + config.receiveTimeout().toNanos();
-    boolean interrupted = false;
-    for (int i = 0; i < workers.size(); i++) {
-      JmsWorker worker = workers.get(i);
-      try {
-        if (!worker.awaitStopped(Math.max(0, deadline - System.nanoTime()))) {
-          // past the timeout: interrupt the handler; one that stops on it is not a failure, and
-          // its worker hands the message back on its own session (rollback or recover)
-          LOG.warn("{} did not finish its message within {}; interrupting it (the message is not"
-              + " acknowledged and will be redelivered)", worker.name(), config.shutdownTimeout());
-          threads.get(i).interrupt();
-          if (!worker.awaitStopped(AFTER_INTERRUPT.toNanos())) {
-            LOG.warn("{} still runs; closing its connection", worker.name());
-            worker.abort();
-          }
-        }
-      } catch (InterruptedException e) {
-        interrupted = true;
+    List<Thread> busy = AdapterWorker.awaitAll(threads, deadline);
+    if (!busy.isEmpty()) {
+      // past the timeout: interrupt the handlers; one that stops on it is not a failure, and its
+      // worker hands the message back on its own session (rollback or recover)
+      LOG.warn("{} worker(s) of {} did not finish their message within {}; interrupting them (the"
+          + " message is not acknowledged and will be redelivered)", busy.size(), config.queue(),
+          config.shutdownTimeout());
+      for (Thread still : AdapterWorker.interruptAndAwait(busy, AdapterWorker.AFTER_INTERRUPT)) {
+        JmsWorker worker = workers.get(threads.indexOf(still));
+        LOG.warn("{} still runs; closing its connection", worker.name());
         worker.abort();
       }
     }
+    boolean interrupted = Thread.interrupted();
     for (Thread thread : threads) {
       try {
         thread.join(5_000);

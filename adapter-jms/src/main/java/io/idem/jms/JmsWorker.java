@@ -1,6 +1,9 @@
 package io.idem.jms;
 
 import io.idem.IdempotentConsumer;
+import io.idem.ProcessingOutcome;
+import io.idem.spi.AdapterWorker;
+import io.idem.spi.SettlementRecord;
 import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
 import jakarta.jms.Message;
@@ -12,7 +15,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -30,7 +32,6 @@ final class JmsWorker implements Runnable {
   private final IdempotentConsumer<?> pipeline;
   private final String name;
   private final JmsBrokerLimits limits;
-  private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile boolean stopping;
   private volatile boolean broken;
   private volatile boolean failed;
@@ -142,21 +143,13 @@ final class JmsWorker implements Runnable {
             break; // received while closing: closing the session returns it unsettled
           }
           List<Message> batch = more(message);
-          if (batch.size() == 1) {
-            process(message);
-          } else {
+          ProcessingOutcome outcome = batch.size() == 1 ? process(message) : null;
+          if (batch.size() > 1) {
             processBatch(batch);
           }
-          if (Thread.currentThread().isInterrupted()) {
-            if (stopping) {
-              // close() interrupted the handler: its message went back to the broker
-              LOG.debug("{} on {} stops: interrupted by close()", name, config.queue());
-              break;
-            }
-            Thread.interrupted();
-            LOG.warn("{}: processing a message of {} left the worker interrupted; the flag is cleared:"
-                + " the consumer's workers are stopped by close(), and the flag would fail the next"
-                + " message", name, config.queue());
+          if (AdapterWorker.stopsAfter(stopping, outcome, () -> "message " + idOf(message) + " of "
+              + config.queue(), LOG)) {
+            break; // close() interrupted the handler: its message went back to the broker
           }
         } catch (JMSException | RuntimeException e) {
           if (stopping) {
@@ -180,7 +173,6 @@ final class JmsWorker implements Runnable {
       if (interrupted) {
         Thread.currentThread().interrupt();
       }
-      stopped.countDown();
     }
   }
 
@@ -217,67 +209,48 @@ final class JmsWorker implements Runnable {
     if (s == null || dlq == null) {
       throw new IllegalStateException(name + " is not connected");
     }
-    try {
-      JmsBatch.End end = batches.run(batch, s, dlq);
-      if (end == JmsBatch.End.UNREADABLE) {
-        oneByOne = batch.size();
-      }
-    } catch (Throwable e) {
-      if (e instanceof VirtualMachineError) {
-        failed = true;
-        try {
-          LOG.error("{}: processing a batch of {} messages of {} failed fatally; rolled back for"
-              + " redelivery, and this worker stops", name, batch.size(), config.queue(), e);
+    JmsBatch.End end = AdapterWorker.survive(
+        () -> name + ": a batch of " + batch.size() + " messages of " + config.queue()
+            + " (what was applied is acked as a duplicate when it comes back)",
+        () -> batches.run(batch, s, dlq),
+        () -> null, // a session settles all or nothing: whatever escapes returns the whole batch
+        (failure, after) -> {
           unsettle(s);
-        } catch (Throwable secondary) {
-          e.addSuppressed(secondary);
-        }
-        throw (VirtualMachineError) e;
-      }
-      LOG.error("{}: a batch of {} messages of {} could not be settled; returned to the broker for"
-          + " redelivery (what was applied is acked as a duplicate then), the worker resumes in {} ms",
-          name, batch.size(), config.queue(), config.reconnectBackoff().toMillis(), e);
-      unsettle(s);
-      hold(config.reconnectBackoff());
+          hold(after);
+        },
+        config.reconnectBackoff(), () -> failed = true, LOG);
+    if (end == JmsBatch.End.UNREADABLE) {
+      oneByOne = batch.size();
     }
   }
 
   /**
-   * Runs one message through the pipeline and settles it. Whatever escapes (an {@link Error} from a
-   * listener or key extractor, which the pipeline does not catch) rolls back or recovers the
-   * session so the broker redelivers the message, and the worker goes on after
-   * {@link JmsConsumerConfig#reconnectBackoff()}; a {@link VirtualMachineError} is rethrown once
-   * the session is rolled back, ending the worker.
+   * Runs one message through the pipeline and settles it, surviving whatever escapes ({@link
+   * AdapterWorker#survive}): an unsettled message goes back to the broker by a rollback or recover
+   * of the session and the worker goes on after {@link JmsConsumerConfig#reconnectBackoff()}; a
+   * {@link VirtualMachineError} is rethrown once the session is rolled back, ending the worker.
+   *
+   * @return the last outcome, or {@code null} when the message could not be read or processing threw
    */
-  private void process(Message message) {
+  private @Nullable ProcessingOutcome process(Message message) {
     Session s = session;
     MessageProducer dlq = deadLetterProducer;
     if (s == null || dlq == null) {
       throw new IllegalStateException(name + " is not connected");
     }
-    try {
-      JmsInboundMessage inbound = read(message, s);
-      if (inbound != null) {
-        settle(inbound, message, s, dlq);
-      }
-    } catch (Throwable e) {
-      if (e instanceof VirtualMachineError) {
-        failed = true; // first: logging and rolling back may fail for want of memory
-        try {
-          LOG.error("{}: processing message {} of {} failed fatally; rolled back for redelivery, and"
-              + " this worker stops", name, idOf(message), config.queue(), e);
+    SettlementRecord[] current = new SettlementRecord[1];
+    return AdapterWorker.survive(
+        () -> name + ": message " + idOf(message) + " of " + config.queue(),
+        () -> {
+          JmsInboundMessage inbound = read(message, s);
+          return inbound == null ? null : settle(inbound, message, s, dlq, current);
+        },
+        () -> current[0],
+        (failure, after) -> {
           unsettle(s);
-        } catch (Throwable secondary) {
-          e.addSuppressed(secondary); // best effort: closing the connection rolls back as well
-        }
-        throw e;
-      }
-      LOG.error("{}: processing message {} of {} threw; returned to the broker for redelivery, the"
-          + " worker resumes in {} ms", name, idOf(message), config.queue(),
-          config.reconnectBackoff().toMillis(), e);
-      unsettle(s);
-      hold(config.reconnectBackoff());
-    }
+          hold(after);
+        },
+        config.reconnectBackoff(), () -> failed = true, LOG);
   }
 
   /** The message as an {@link JmsInboundMessage}, or {@code null} when it cannot be read (it is then returned). */
@@ -294,48 +267,45 @@ final class JmsWorker implements Runnable {
     }
   }
 
-  private void settle(JmsInboundMessage inbound, Message message, Session s, MessageProducer dlq) {
-    try {
-      while (true) {
-        int attempt = inbound.deliveryAttempt();
-        JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
-            message, config.queue(),
-            config.holdForRetryBackoff() ? delay -> holdForRetry(delay, attempt) : delay -> { },
-            attempt, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
-            pipeline.consumerGroup(), limits.source());
-        pipeline.process(inbound, acknowledgement);
-        if (acknowledgement.deadLetteredAtBrokerLimit()) {
-          LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's"
-              + " max-delivery-attempts ({}) is below the pipeline's maxAttempts ({})", name,
-              inbound.brokerMessageId(), config.queue(), attempt, limits.maxDeliveryAttempts(),
-              pipeline.retryPolicy().maxAttempts());
-        }
-        if (acknowledgement.released()) {
-          return; // handed back at shutdown; run() stops
-        }
-        Duration wait = acknowledgement.heldForStore();
-        if (wait == null) {
-          return;
-        }
-        // the store is down: keep the message in this session (a rollback would count toward the
-        // broker's max-delivery-attempts) and run it again after the backoff
-        holding = true;
-        try {
-          hold(wait);
-        } finally {
-          holding = false;
-        }
-        if (stopping || broken || Thread.currentThread().isInterrupted()) {
-          LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
-              name, inbound.brokerMessageId(), config.queue());
-          unsettle(s);
-          return;
-        }
+  /**
+   * Runs the message through the pipeline until it is settled, handed back or released: a delivery
+   * held for the store stays in the session and runs again after the pipeline's delay.
+   */
+  private @Nullable ProcessingOutcome settle(JmsInboundMessage inbound, Message message, Session s,
+      MessageProducer dlq, SettlementRecord[] current) {
+    while (true) {
+      int attempt = inbound.deliveryAttempt();
+      JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
+          message, config.queue(),
+          config.holdForRetryBackoff() ? delay -> holdForRetry(delay, attempt) : delay -> { },
+          attempt, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
+          pipeline.consumerGroup(), limits.source());
+      current[0] = acknowledgement.record();
+      ProcessingOutcome outcome = pipeline.process(inbound, acknowledgement);
+      if (acknowledgement.deadLetteredAtBrokerLimit()) {
+        LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's"
+            + " max-delivery-attempts ({}) is below the pipeline's maxAttempts ({})", name,
+            inbound.brokerMessageId(), config.queue(), attempt, limits.maxDeliveryAttempts(),
+            pipeline.retryPolicy().maxAttempts());
       }
-    } catch (RuntimeException e) {
-      LOG.error("{}: message {} of {} could not be settled; left for redelivery: {}",
-          name, inbound.brokerMessageId(), config.queue(), e.toString(), e);
-      unsettle(s);
+      Duration wait = acknowledgement.record().heldForStore();
+      if (acknowledgement.record().isReleased() || wait == null) {
+        return outcome; // settled, retried, or handed back at shutdown (run() then stops)
+      }
+      // the store is down: keep the message in this session (a rollback would count toward the
+      // broker's max-delivery-attempts) and run it again after the backoff
+      holding = true;
+      try {
+        hold(wait);
+      } finally {
+        holding = false;
+      }
+      if (stopping || broken || Thread.currentThread().isInterrupted()) {
+        LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
+            name, inbound.brokerMessageId(), config.queue());
+        unsettle(s);
+        return outcome;
+      }
     }
   }
 
@@ -399,11 +369,6 @@ final class JmsWorker implements Runnable {
   /** Asks the worker to finish its current message and stop; returns at once. */
   void stop() {
     stopping = true;
-  }
-
-  /** Waits for the worker to stop. */
-  boolean awaitStopped(long nanos) throws InterruptedException {
-    return stopped.await(nanos, TimeUnit.NANOSECONDS);
   }
 
   /**

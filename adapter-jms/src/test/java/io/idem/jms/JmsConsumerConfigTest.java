@@ -78,10 +78,10 @@ class JmsConsumerConfigTest {
     assertThatThrownBy(() -> builder().shutdownTimeout(Duration.ofSeconds(-1)).build())
         .hasMessage("shutdownTimeout must not be negative, but was PT-1S");
     assertThatThrownBy(() -> builder().reconnectBackoff(Duration.ofSeconds(-1)).build())
-        .hasMessage("reconnectBackoff must be > 0, but was PT-1S");
+        .hasMessage("reconnectBackoff must be positive, but was PT-1S");
     assertThatThrownBy(() -> builder().reconnectBackoff(Duration.ZERO).build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("reconnectBackoff must be > 0, but was PT0S");
+        .hasMessage("reconnectBackoff must be positive, but was PT0S");
     assertThatThrownBy(() -> JmsConsumerConfig.builder(FACTORY, " ", "d").build())
         .hasMessage("queue must not be blank, but was ' '");
     assertThatThrownBy(() -> JmsConsumerConfig.builder(FACTORY, "q", "").build())

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.Callable;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -63,7 +64,8 @@ public final class AdapterWorker {
    *
    * @param what names the delivery in log lines ({@code "message ID:1 of orders"}); called only
    *     when something was thrown
-   * @param processing builds the message and acknowledgement and calls the pipeline
+   * @param processing builds the message and acknowledgement and calls the pipeline; may throw
+   *     the broker client's checked exceptions
    * @param record the delivery's record, read after a throw; {@code null} (or a supplier
    *     returning {@code null}) when the throw came before the acknowledgement existed
    * @param backoff how long to keep an unsettled delivery from the worker after a throw (the
@@ -78,14 +80,14 @@ public final class AdapterWorker {
    */
   public static <T> @Nullable T survive(
       Supplier<String> what,
-      Supplier<T> processing,
+      Callable<T> processing,
       Supplier<@Nullable SettlementRecord> record,
       HandBack handBack,
       Duration backoff,
       Runnable onFatal,
       Logger log) {
     try {
-      return processing.get();
+      return processing.call();
     } catch (Throwable e) {
       if (e instanceof VirtualMachineError fatal) {
         onFatal.run();

@@ -22,7 +22,7 @@ class AdapterWorkerTest {
   private final List<Duration> handedBack = new ArrayList<>();
   private final AtomicBoolean fatal = new AtomicBoolean();
 
-  private <T> T run(java.util.function.Supplier<T> processing, SettlementRecord record) {
+  private <T> T run(java.util.concurrent.Callable<T> processing, SettlementRecord record) {
     return AdapterWorker.survive(() -> "message m1 of q", processing, () -> record,
         (failure, after) -> handedBack.add(after), BACKOFF, () -> fatal.set(true), QUIET);
   }
