@@ -3,6 +3,7 @@ package io.idem.rabbitmq;
 import com.rabbitmq.client.AMQP;
 import io.idem.DeadLetterReason;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.SettlementRecord;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -78,7 +79,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   private final DeliveryAttempts attempts;
   private final int attempt;
   private final Consumer<Delivery> rerun;
-  private volatile boolean settled;
+  private final SettlementRecord record = new SettlementRecord();
 
   /**
    * @param attempt the delivery attempt the pipeline saw
@@ -103,7 +104,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     long tag = delivery.tag();
     String what = "basicAck of tag " + tag;
     Future<?> done = delivery.session().submit(what, (consume, publish) -> consume.basicAck(tag, false));
-    settled = true; // handed over: if the ack is not made, the channel is gone and RabbitMQ requeued it
+    record.markSettled(); // handed over: if the ack is not made, the channel is gone and RabbitMQ requeued it
     delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());
   }
@@ -117,7 +118,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     attempts.failed(delivery.properties(), delivery.body(), attempt);
     delivery.session().schedule("basicReject(requeue) of tag " + tag, hold,
         (consume, publish) -> consume.basicReject(tag, true));
-    settled = true;
+    record.markSettled();
   }
 
   /** @throws io.idem.IdempotencyException when the delivering channel is already gone */
@@ -140,7 +141,8 @@ public final class RabbitAcknowledgement implements Acknowledgement {
                 + " attempt {}, when redelivered", delivery, config.queue(), config.maxHold(), attempt);
           });
     }
-    settled = true;
+    record.markHeldForStore(delay);
+    record.markSettled(); // held on the settler thread: the worker has nothing left to return
   }
 
   /** What is left of {@link RabbitConsumerConfig#maxHold()} since the delivery arrived; never negative. */
@@ -164,7 +166,8 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     long tag = delivery.tag();
     delivery.session().schedule("basicNack(requeue) of tag " + tag + " released at shutdown", Duration.ZERO,
         (consume, publish) -> consume.basicNack(tag, false, true));
-    settled = true;
+    record.markReleased();
+    record.markSettled();
   }
 
   /**
@@ -184,7 +187,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     String what = "dead-letter of tag " + tag + " to exchange '" + exchange + "'";
     Future<?> done = delivery.session().submit(what, (consume, publish) -> {
       delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
-      settled = true; // the copy is stored: from now on the original is only ever acked
+      record.markSettled(); // the copy is stored: from now on the original is only ever acked
       consume.basicAck(tag, false);
     });
     delivery.session().await(what, done);
@@ -201,7 +204,12 @@ public final class RabbitAcknowledgement implements Acknowledgement {
    * whether the copy was stored.
    */
   boolean settled() {
-    return settled;
+    return record.isSettled();
+  }
+
+  /** {@link #settled()} as the worker reads it ({@link io.idem.spi.AdapterWorker#survive}). */
+  SettlementRecord record() {
+    return record;
   }
 
   static AMQP.BasicProperties deadLetterProperties(AMQP.BasicProperties original, DeadLetterReason reason) {

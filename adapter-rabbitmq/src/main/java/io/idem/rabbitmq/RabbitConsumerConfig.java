@@ -1,6 +1,7 @@
 package io.idem.rabbitmq;
 
 import com.rabbitmq.client.ConnectionFactory;
+import io.idem.spi.Settings;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -493,16 +494,12 @@ public final class RabbitConsumerConfig {
             "uri must be an AMQP URI, but was '" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
                 + "': " + e.getMessage(), e);
       }
-      if (prefetch < 1 || prefetch > 65_535) {
-        throw new IllegalArgumentException("prefetch must be in 1..65535, but was " + prefetch);
-      }
+      Settings.inRange("prefetch", prefetch, 1, 65_535);
       if (concurrency < 1 || concurrency > prefetch) {
         throw new IllegalArgumentException(
             "concurrency must be in 1..prefetch (" + prefetch + "), but was " + concurrency);
       }
-      if (maxBatchSize < 1) {
-        throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
-      }
+      Settings.atLeast("maxBatchSize", maxBatchSize, 1);
       if (deliveryLimit != null) {
         if (queueType != RabbitQueueType.QUORUM) {
           throw new IllegalArgumentException(
@@ -510,9 +507,7 @@ public final class RabbitConsumerConfig {
                   + " on a " + queueType + " queue (the default queue type is " + DEFAULT_QUEUE_TYPE
                   + "); set queueType(RabbitQueueType.QUORUM) as well");
         }
-        if (deliveryLimit < 1) {
-          throw new IllegalArgumentException("deliveryLimit must be >= 1, but was " + deliveryLimit);
-        }
+        Settings.atLeast("deliveryLimit", deliveryLimit, 1);
       }
       for (String reserved : new String[] {
           "x-queue-type", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-delivery-limit"}) {
@@ -522,11 +517,11 @@ public final class RabbitConsumerConfig {
                   + extraQueueArguments.get(reserved));
         }
       }
-      checkPositive("shutdownTimeout", shutdownTimeout);
-      checkPositive("recoveryInterval", recoveryInterval);
-      checkPositive("confirmTimeout", confirmTimeout);
-      checkPositive("consumerTimeout", consumerTimeout);
-      checkPositive("maxHold", maxHold);
+      Settings.positive("shutdownTimeout", shutdownTimeout);
+      Settings.positive("recoveryInterval", recoveryInterval);
+      Settings.positive("confirmTimeout", confirmTimeout);
+      Settings.positive("consumerTimeout", consumerTimeout);
+      Settings.positive("maxHold", maxHold);
       if (maxHold.compareTo(consumerTimeout) >= 0) {
         throw new IllegalArgumentException("maxHold must be below consumerTimeout (" + consumerTimeout
             + ", the broker's consumer_timeout), but was " + maxHold + ": RabbitMQ would close the"
@@ -546,12 +541,6 @@ public final class RabbitConsumerConfig {
         throw new IllegalArgumentException(
             setting + " must be non-blank and at most " + MAX_NAME_BYTES + " UTF-8 bytes, but was '"
                 + value + "'");
-      }
-    }
-
-    private static void checkPositive(String setting, Duration value) {
-      if (value.isNegative() || value.isZero()) {
-        throw new IllegalArgumentException(setting + " must be > 0, but was " + value);
       }
     }
   }

@@ -9,6 +9,7 @@ import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.AdapterWorker;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
@@ -123,8 +124,6 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    */
   static final long BATCH_LINGER_MILLIS = 5;
   static final Duration BATCH_LINGER = Duration.ofMillis(BATCH_LINGER_MILLIS);
-  /** How long {@link #close()} waits for the workers it interrupted past the shutdown timeout. */
-  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
   private enum State { NEW, RUNNING, CLOSED }
 
@@ -262,20 +261,12 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
       if (current != null && current.isOpen()) {
         current.cancelConsumer();
       }
-      int unfinished = 0;
-      for (Thread worker : workers) {
-        try {
-          worker.join(Math.max(1, remaining(deadline).toMillis()));
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        unfinished += worker.isAlive() ? 1 : 0;
-      }
-      if (unfinished > 0) {
+      List<Thread> unfinished = AdapterWorker.awaitAll(workers, deadline);
+      if (!unfinished.isEmpty()) {
         LOG.warn("{} handler(s) of {} still running after shutdownTimeout {}: interrupted; their deliveries"
-            + " go back to the queue unacknowledged, not counted as attempts", unfinished, config.queue(),
+            + " go back to the queue unacknowledged, not counted as attempts", unfinished.size(), config.queue(),
             config.shutdownTimeout());
-        interruptAndAwait(workers);
+        AdapterWorker.interruptAndAwait(unfinished, AdapterWorker.AFTER_INTERRUPT);
       }
       int unprocessed = buffer.size();
       buffer.clear();
@@ -423,16 +414,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         continue;
       }
       ProcessingOutcome outcome = batch.size() == 1 ? process(batch.get(0)) : processBatch(batch);
-      if (stopping && (outcome == ProcessingOutcome.RELEASED || Thread.currentThread().isInterrupted())) {
-        // close() interrupted the handler: its delivery went back to the queue unacknowledged
-        LOG.debug("worker {} of {} stops: interrupted by close()", Thread.currentThread().getName(),
-            config.queue());
-        return;
-      }
-      if (Thread.interrupted()) {
-        LOG.warn("processing {} of {} left worker {} interrupted ({}); the flag is cleared: the consumer's"
-            + " workers are stopped by close(), and the flag would fail the next delivery", batch.get(0),
-            config.queue(), Thread.currentThread().getName(), outcome);
+      if (AdapterWorker.stopsAfter(stopping, outcome, () -> batch.get(0) + " of " + config.queue(), LOG)) {
+        return; // close() interrupted the handler: its delivery went back to the queue unacknowledged
       }
     }
   }
@@ -487,46 +470,31 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    * @return {@link ProcessingOutcome#RELEASED} when close() interrupted the batch, else any outcome
    */
   private @Nullable ProcessingOutcome processBatch(List<Delivery> batch) {
-    List<InboundMessage> messages = new ArrayList<>(batch.size());
-    List<Acknowledgement> acknowledgements = new ArrayList<>(batch.size());
     List<RabbitAcknowledgement> ours = new ArrayList<>(batch.size());
-    try {
-      for (Delivery delivery : batch) {
-        int attempt = attemptOf(delivery);
-        messages.add(message(delivery, attempt));
-        RabbitAcknowledgement acknowledgement =
-            new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
-        acknowledgements.add(acknowledgement);
-        ours.add(acknowledgement);
-      }
-      List<ProcessingOutcome> outcomes =
-          pipeline.processBatch(messages, acknowledgements, BatchOrder.UNORDERED).outcomes();
-      return outcomes.contains(ProcessingOutcome.RELEASED) ? ProcessingOutcome.RELEASED : outcomes.get(0);
-    } catch (Throwable e) {
-      boolean fatal = e instanceof VirtualMachineError;
-      if (fatal) {
-        failed = true;
-      }
-      for (int i = 0; i < batch.size(); i++) {
-        RabbitAcknowledgement acknowledgement = i < ours.size() ? ours.get(i) : null;
-        if (acknowledgement != null && acknowledgement.settled()) {
-          continue; // settled by the batch before the throw (UNORDERED settles every other one)
-        }
-        try {
-          Unsettled.giveBack(config.queue(), batch.get(i), acknowledgement, e,
-              fatal ? Duration.ZERO : config.recoveryInterval());
-        } catch (Throwable secondary) {
-          if (!fatal) {
-            throw secondary;
+    return AdapterWorker.survive(
+        () -> "a batch of " + batch.size() + " deliveries of " + config.queue(),
+        () -> {
+          List<InboundMessage> messages = new ArrayList<>(batch.size());
+          for (Delivery delivery : batch) {
+            int attempt = attemptOf(delivery);
+            messages.add(message(delivery, attempt));
+            ours.add(new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun));
           }
-          e.addSuppressed(secondary);
-        }
-      }
-      if (fatal) {
-        throw (VirtualMachineError) e;
-      }
-      return null;
-    }
+          List<ProcessingOutcome> outcomes = pipeline.processBatch(
+              messages, List.<Acknowledgement>copyOf(ours), BatchOrder.UNORDERED).outcomes();
+          return outcomes.contains(ProcessingOutcome.RELEASED) ? ProcessingOutcome.RELEASED : outcomes.get(0);
+        },
+        () -> null, // each delivery is checked on its own below
+        (failure, after) -> {
+          for (int i = 0; i < batch.size(); i++) {
+            RabbitAcknowledgement acknowledgement = i < ours.size() ? ours.get(i) : null;
+            if (acknowledgement == null || !acknowledgement.settled()) {
+              // settled ones were settled by the batch before the throw (UNORDERED settles every other one)
+              Unsettled.giveBack(config.queue(), batch.get(i), acknowledgement, failure, after);
+            }
+          }
+        },
+        config.recoveryInterval(), () -> failed = true, LOG);
   }
 
   private int attemptOf(Delivery delivery) {
@@ -549,26 +517,18 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    * rethrown once the delivery is on its way back.
    */
   private @Nullable ProcessingOutcome process(Delivery delivery) {
-    RabbitAcknowledgement acknowledgement = null;
-    try {
-      int attempt = attemptOf(delivery);
-      RabbitInboundMessage message = message(delivery, attempt);
-      acknowledgement = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
-      return pipeline.process(message, acknowledgement);
-    } catch (Throwable e) {
-      if (!(e instanceof VirtualMachineError)) {
-        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, config.recoveryInterval());
-        return null;
-      }
-      failed = true; // first: logging and returning the delivery may fail for want of memory
-      try {
-        // work() then logs the worker's end
-        Unsettled.giveBack(config.queue(), delivery, acknowledgement, e, Duration.ZERO);
-      } catch (Throwable secondary) {
-        e.addSuppressed(secondary); // best effort: closing the channel returns the delivery as well
-      }
-      throw e;
-    }
+    RabbitAcknowledgement[] acknowledgement = new RabbitAcknowledgement[1];
+    return AdapterWorker.survive(
+        () -> delivery + " of " + config.queue(),
+        () -> {
+          int attempt = attemptOf(delivery);
+          RabbitInboundMessage message = message(delivery, attempt);
+          acknowledgement[0] = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
+          return pipeline.process(message, acknowledgement[0]);
+        },
+        () -> acknowledgement[0] == null ? null : acknowledgement[0].record(),
+        (failure, after) -> Unsettled.giveBack(config.queue(), delivery, acknowledgement[0], failure, after),
+        config.recoveryInterval(), () -> failed = true, LOG); // work() then logs the worker's end
   }
 
   /** A delivery held through a store outage goes back to the workers; settler thread, no blocking. */
@@ -638,24 +598,6 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     boolean live = current != null && current.isConsuming();
     return new ConsumerHealth(isRunning(), live && !abandoned, live && isRunning() ? List.of(config.queue()) : List.of(),
         lastDelivery, current == null ? 0 : current.held(), pipeline.storeHealth());
-  }
-
-  /**
-   * Interrupts the workers still running a handler and waits up to {@link #AFTER_INTERRUPT} for
-   * them to hand their deliveries back ({@link RabbitAcknowledgement#release()}) while the
-   * connection is still open.
-   */
-  private static void interruptAndAwait(List<Thread> workers) {
-    workers.stream().filter(Thread::isAlive).forEach(Thread::interrupt);
-    long deadline = System.nanoTime() + AFTER_INTERRUPT.toNanos();
-    for (Thread worker : workers) {
-      try {
-        worker.join(Math.max(1, remaining(deadline).toMillis()));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
   }
 
   private static Duration remaining(long deadlineNanos) {

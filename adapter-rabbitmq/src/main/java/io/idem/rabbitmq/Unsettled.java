@@ -9,8 +9,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What a worker does with a delivery whose processing threw: returns it to the queue with a
- * delayed {@code basicNack(requeue=true)} unless it is settled — never a second settlement of a
+ * RabbitMQ's {@link io.idem.spi.AdapterWorker.HandBack}: returns a delivery whose processing threw
+ * and that {@link io.idem.spi.AdapterWorker#survive} found unsettled to the queue with a delayed
+ * {@code basicNack(requeue=true)}, unless it is settled by then — never a second settlement of a
  * tag, which RabbitMQ answers by closing the channel and requeueing everything in flight on it.
  */
 final class Unsettled {
@@ -20,36 +21,18 @@ final class Unsettled {
 
   /**
    * Returns an unsettled delivery to the queue after {@code delay}: not acked, and not held for ever
-   * on a live channel. Logs why.
+   * on a live channel.
    */
   static void giveBack(String queue, Delivery delivery, @Nullable RabbitAcknowledgement acknowledgement,
       Throwable failure, Duration delay) {
     // interrupted while waiting for the settler: the settlement it handed over still runs there
     boolean underWay =
         failure instanceof IdempotencyException && failure.getCause() instanceof InterruptedException;
-    if (acknowledgement != null && acknowledgement.settled()) {
-      if (failure instanceof IdempotencyException) {
-        // a basicNack now would hit a settled tag: a channel error, which requeues all in flight
-        LOG.warn("{} of {} counts as settled, not returned: {}", delivery, queue, failure.toString());
-      } else {
-        LOG.error("processing {} of {} threw after the delivery was settled; nothing to return", delivery,
-            queue, failure);
-      }
-      return;
-    }
     Session session = delivery.session();
     if (!session.isOpen()) {
       LOG.warn("{} of {} not settled, its channel is gone and RabbitMQ requeued it: {}", delivery,
           queue, failure.toString());
       return;
-    }
-    // Not settled on a live channel (the dead-letter copy was refused, or something threw): return
-    // it after a pause rather than hold it forever or loop on it.
-    if (underWay) {
-      LOG.warn("{} of {}: {}; unless that settles it first, it is returned to the queue in {}", delivery,
-          queue, failure.getMessage(), delay);
-    } else {
-      LOG.error("{} of {} not settled; returning it to the queue in {}", delivery, queue, delay, failure);
     }
     try {
       session.schedule("basicNack(requeue) of unsettled tag " + delivery.tag(), delay,

@@ -71,7 +71,7 @@ class RabbitConsumerConfigTest {
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueArgument("x-delivery-limit", 3).build())
         .hasMessage("queueArgument 'x-delivery-limit' has its own setting, but was given as 3");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").shutdownTimeout(Duration.ZERO).build())
-        .hasMessage("shutdownTimeout must be > 0, but was PT0S");
+        .hasMessage("shutdownTimeout must be positive, but was PT0S");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").uri("http://x").build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageStartingWith("uri must be an AMQP URI, but was 'http://x'");
@@ -101,7 +101,7 @@ class RabbitConsumerConfigTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("maxHold must be below consumerTimeout (PT30M");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").maxHold(Duration.ZERO).build())
-        .hasMessageContaining("maxHold must be > 0");
+        .hasMessageContaining("maxHold must be positive");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").queueArgument("x-consumer-timeout", 60_000)
         .maxHold(Duration.ofMinutes(1)).build())
         .hasMessageContaining("below the queue's x-consumer-timeout (60000 ms)");
