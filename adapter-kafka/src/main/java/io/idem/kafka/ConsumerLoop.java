@@ -10,8 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -41,7 +39,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   private static final Duration WORKER_CHECK_INTERVAL = Duration.ofMillis(5);
   /**
    * How long the loop may still spend committing and leaving the group once close() interrupted
-   * it; close() waits {@link KafkaIdempotentConsumer#AFTER_INTERRUPT} for it.
+   * it; close() waits {@link io.idem.spi.AdapterWorker#AFTER_INTERRUPT} for it.
    */
   static final Duration AFTER_INTERRUPT_GRACE = Duration.ofSeconds(3);
 
@@ -72,7 +70,6 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       ConsumerLoop.this.commitSettled("retry");
     }
   };
-  private final CountDownLatch stopped = new CountDownLatch(1);
 
   private volatile boolean closing;
   /** A record was handed back because close() interrupted its handler: the loop ends. */
@@ -373,11 +370,6 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     return exited;
   }
 
-  /** Waits for the loop to finish; returns whether it did within {@code timeout}. */
-  boolean awaitStopped(Duration timeout) throws InterruptedException {
-    return stopped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
-  }
-
   private void shutdown() {
     // close() interrupts the loop after shutdownTimeout: the Kafka clients refuse to work while
     // the flag is set, so it is cleared to commit what was settled and leave the group, within
@@ -416,7 +408,6 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       if (interrupted) {
         Thread.currentThread().interrupt();
       }
-      stopped.countDown();
     }
   }
 

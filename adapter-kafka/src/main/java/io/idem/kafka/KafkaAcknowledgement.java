@@ -2,6 +2,7 @@ package io.idem.kafka;
 
 import io.idem.DeadLetterReason;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.SettlementRecord;
 import java.time.Duration;
 import java.util.Objects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -53,6 +54,7 @@ final class KafkaAcknowledgement implements Acknowledgement {
   private final ConsumerRecord<byte[], byte[]> record;
   private final DeadLetterPublisher deadLetters;
   private Decision decision = Decision.NONE;
+  private final SettlementRecord settlement = new SettlementRecord();
   private @Nullable Duration delay;
   private boolean countsAsAttempt = true;
 
@@ -113,6 +115,7 @@ final class KafkaAcknowledgement implements Acknowledgement {
     }
     deadLetters.publish(record, reason);
     decision = Decision.DEAD_LETTERED;
+    settlement.markSettled();
   }
 
   private void settle(Decision next) {
@@ -121,6 +124,12 @@ final class KafkaAcknowledgement implements Acknowledgement {
           + record.offset() + " was already settled as " + decision);
     }
     decision = next;
+    settlement.markSettled(); // decided: the loop acts on the decision, nothing else hands it back
+  }
+
+  /** Settled once any decision was made ({@link io.idem.spi.AdapterWorker#survive} reads it). */
+  SettlementRecord settlement() {
+    return settlement;
   }
 
   Decision decision() {

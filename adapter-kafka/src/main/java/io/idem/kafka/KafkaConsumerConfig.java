@@ -1,5 +1,6 @@
 package io.idem.kafka;
 
+import io.idem.spi.Settings;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -494,24 +495,12 @@ public final class KafkaConsumerConfig {
       if (groupId != null && groupId.isBlank()) {
         throw new IllegalArgumentException("groupId must not be blank, but was '" + groupId + "'");
       }
-      if (maxPollRecords < 1) {
-        throw new IllegalArgumentException("maxPollRecords must be >= 1, but was " + maxPollRecords);
-      }
-      if (pollTimeout.isZero() || pollTimeout.isNegative()) {
-        throw new IllegalArgumentException("pollTimeout must be positive, but was " + pollTimeout);
-      }
-      if (commitInterval.isNegative()) {
-        throw new IllegalArgumentException("commitInterval must not be negative, but was " + commitInterval);
-      }
-      if (maxBatchSize < 1) {
-        throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
-      }
-      if (concurrency < 1) {
-        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
-      }
-      if (shutdownTimeout.isZero() || shutdownTimeout.isNegative()) {
-        throw new IllegalArgumentException("shutdownTimeout must be positive, but was " + shutdownTimeout);
-      }
+      Settings.atLeast("maxPollRecords", maxPollRecords, 1);
+      Settings.positive("pollTimeout", pollTimeout);
+      Settings.notNegative("commitInterval", commitInterval);
+      Settings.atLeast("maxBatchSize", maxBatchSize, 1);
+      Settings.atLeast("concurrency", concurrency, 1);
+      Settings.positive("shutdownTimeout", shutdownTimeout);
       checkConsumerProperties();
       checkProducerProperties();
       Map<String, String> deadLetterTopics = new LinkedHashMap<>();

@@ -4,6 +4,7 @@ import io.idem.BrokerConsumer;
 import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.AdapterWorker;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -149,13 +150,6 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
   /** Dead-letter header: the record's timestamp (epoch milliseconds, decimal), {@value}. */
   public static final String HEADER_ORIGINAL_TIMESTAMP = "idem-original-timestamp";
 
-  /**
-   * How long {@link #close()} waits once it interrupted the consumer thread: the interrupted
-   * handler's record is handed back (not committed, not an attempt) and the settled offsets are
-   * committed before the consumer leaves its group.
-   */
-  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
-
   private final KafkaConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
   private final Function<Map<String, Object>, ? extends Consumer<byte[], byte[]>> consumerFactory;
@@ -295,15 +289,12 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
     if (Thread.currentThread() == currentThread) {
       return;
     }
-    try {
-      if (!current.awaitStopped(config.shutdownTimeout())) {
-        LOG.error("consumer of group {} did not stop within {}; interrupting its thread (the"
-            + " in-flight record stays uncommitted and will be delivered again)", groupId, config.shutdownTimeout());
-        currentThread.interrupt();
-        current.awaitStopped(AFTER_INTERRUPT);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (!AdapterWorker.awaitAll(List.of(currentThread), deadline).isEmpty()) {
+      LOG.error("consumer of group {} did not stop within {}; interrupting its thread (the"
+          + " in-flight record stays uncommitted and will be delivered again)", groupId, config.shutdownTimeout());
+      // the interrupted handler's record is handed back (not committed, not an attempt) and the
+      // settled offsets are committed before the consumer leaves its group
+      AdapterWorker.interruptAndAwait(List.of(currentThread), AdapterWorker.AFTER_INTERRUPT);
     }
     LOG.info("Kafka consumer of group {} stopped", groupId);
   }

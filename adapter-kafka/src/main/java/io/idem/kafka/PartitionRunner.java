@@ -5,6 +5,7 @@ import io.idem.BatchResult;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.AdapterWorker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -125,16 +126,17 @@ final class PartitionRunner {
     int attempt = progress.attemptFor(partition, record.offset());
     KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
-    Throwable thrown = null;
-    try {
-      pipeline.process(message, acknowledgement);
-    } catch (VirtualMachineError e) {
-      // out of memory, a broken VM: stop the loop (run() logs it); this record stays uncommitted
-      throw e;
-    } catch (Throwable e) {
-      thrown = e;
-    }
-    return settle(partition, record, attempt, acknowledgement, thrown, actions);
+    boolean[] handedBack = new boolean[1];
+    AdapterWorker.survive(() -> "record " + idOf(record), () -> pipeline.process(message, acknowledgement),
+        acknowledgement::settlement,
+        (failure, after) -> {
+          handedBack[0] = true;
+          if (!(failure instanceof VirtualMachineError)) { // else: uncommitted, and the loop ends
+            deliverAgain(partition, record, attempt, after, actions);
+          }
+        },
+        pipeline.retryPolicy().backoff(attempt), () -> { }, LOG); // run() logs a fatal loop end
+    return handedBack[0] ? Ending.STOPPED : settle(partition, record, attempt, acknowledgement, null, actions);
   }
 
   /**
@@ -201,7 +203,7 @@ final class PartitionRunner {
       KafkaAcknowledgement acknowledgement,
       @Nullable Throwable thrown,
       Actions actions) {
-    String id = record.topic() + "-" + record.partition() + "@" + record.offset();
+    String id = idOf(record);
     if (thrown != null) {
       // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
       // threw something the pipeline does not catch: a failure of this record, never of the loop
@@ -253,6 +255,10 @@ final class PartitionRunner {
         return Ending.STOPPED;
       }
     }
+  }
+
+  private static String idOf(ConsumerRecord<byte[], byte[]> record) {
+    return record.topic() + "-" + record.partition() + "@" + record.offset();
   }
 
   /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */
