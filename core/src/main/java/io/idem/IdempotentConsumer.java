@@ -4,6 +4,7 @@ import io.idem.internal.BatchLoop;
 import io.idem.internal.DefaultIdempotentConsumer;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.Settings;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -344,9 +345,7 @@ public interface IdempotentConsumer<C> {
       if (handler == null && batchHandler == null) {
         throw new IllegalStateException("handler must be set, but was not");
       }
-      if (outageErrorAfter.isZero() || outageErrorAfter.isNegative()) {
-        throw new IllegalArgumentException("outageErrorAfter must be positive, but was " + outageErrorAfter);
-      }
+      Settings.positive("outageErrorAfter", outageErrorAfter);
       List<EnvelopeFormat> formats = new ArrayList<>();
       if (standardEnvelopes) {
         formats.add(EnvelopeFormat.standard());

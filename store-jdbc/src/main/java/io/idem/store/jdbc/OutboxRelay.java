@@ -4,6 +4,7 @@ import io.idem.NonRetryableException;
 import io.idem.RetryPolicy;
 import io.idem.spi.OutboxMessage;
 import io.idem.spi.OutboxPublisher;
+import io.idem.spi.Settings;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -370,26 +371,16 @@ public final class OutboxRelay implements AutoCloseable {
      *     privilege); {@link io.idem.StoreUnavailableException} when the database is unreachable
      */
     public OutboxRelay build() {
-      if (batchSize < 1) {
-        throw new IllegalArgumentException("batchSize must be >= 1, but was " + batchSize);
-      }
-      requirePositive("pollInterval", pollInterval);
-      requirePositive("statsInterval", statsInterval);
-      if (closeTimeout.isNegative()) {
-        throw new IllegalArgumentException("closeTimeout must be >= 0, but was " + closeTimeout);
-      }
+      Settings.atLeast("batchSize", batchSize, 1);
+      Settings.positive("pollInterval", pollInterval);
+      Settings.positive("statsInterval", statsInterval);
+      Settings.notNegative("closeTimeout", closeTimeout);
       StartupChecks.requireTransactionFactory(sessions.getConfiguration());
       TableName table = TableName.of(tableName);
       if (createTableIfMissing) {
         Outbox.createTableIfMissing(sessions, table);
       }
       return new OutboxRelay(this);
-    }
-
-    private static void requirePositive(String name, Duration value) {
-      if (value.isZero() || value.isNegative()) {
-        throw new IllegalArgumentException(name + " must be > 0, but was " + value);
-      }
     }
   }
 }

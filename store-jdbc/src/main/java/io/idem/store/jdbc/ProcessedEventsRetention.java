@@ -1,6 +1,7 @@
 package io.idem.store.jdbc;
 
 import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.Settings;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -106,9 +107,7 @@ public final class ProcessedEventsRetention {
 
     /** @throws IllegalArgumentException naming the setting when a value is out of range */
     public ProcessedEventsRetention build() {
-      if (retention.isNegative() || retention.isZero()) {
-        throw new IllegalArgumentException("retention must be positive, but was " + retention);
-      }
+      Settings.positive("retention", retention);
       if (redeliveryHorizon.isNegative()) {
         throw new IllegalArgumentException("redeliveryHorizon must not be negative, but was " + redeliveryHorizon);
       }

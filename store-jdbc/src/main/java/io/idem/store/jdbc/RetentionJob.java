@@ -3,6 +3,7 @@ package io.idem.store.jdbc;
 import io.idem.StoreUnavailableException;
 import io.idem.spi.RedeliveryHorizon;
 import io.idem.spi.RedeliveryHorizon.Horizon;
+import io.idem.spi.Settings;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
@@ -351,14 +352,10 @@ public final class RetentionJob implements AutoCloseable {
      *     unbounded and not accepted, or a horizon could not be read
      */
     public RetentionJob build() {
-      positive("retention", retention);
-      positive("interval", interval);
-      if (initialDelay.isNegative()) {
-        throw new IllegalArgumentException("initialDelay must not be negative, but was " + initialDelay);
-      }
-      if (minPause.isNegative()) {
-        throw new IllegalArgumentException("minPause must not be negative, but was " + minPause);
-      }
+      Settings.positive("retention", retention);
+      Settings.positive("interval", interval);
+      Settings.notNegative("initialDelay", initialDelay);
+      Settings.notNegative("minPause", minPause);
       if (batchSize < 1 || batchSize > 100_000) {
         throw new IllegalArgumentException("batchSize must be in [1, 100000], but was " + batchSize);
       }
@@ -366,12 +363,6 @@ public final class RetentionJob implements AutoCloseable {
         throw new IllegalArgumentException("pauseRatio must be in [0, 100], but was " + pauseRatio);
       }
       return new RetentionJob(this, HorizonCheck.check(retention, horizons, acceptReplaysBeyondWindow));
-    }
-
-    private static void positive(String setting, Duration value) {
-      if (value.isZero() || value.isNegative()) {
-        throw new IllegalArgumentException(setting + " must be positive, but was " + value);
-      }
     }
   }
 }

@@ -24,9 +24,9 @@ class OutboxRelayTest {
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).batchSize(0).build())
         .hasMessage("batchSize must be >= 1, but was 0");
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).pollInterval(Duration.ZERO).build())
-        .hasMessage("pollInterval must be > 0, but was PT0S");
+        .hasMessage("pollInterval must be positive, but was PT0S");
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).statsInterval(Duration.ofSeconds(-1)).build())
-        .hasMessage("statsInterval must be > 0, but was PT-1S");
+        .hasMessage("statsInterval must be positive, but was PT-1S");
     assertThatThrownBy(() -> OutboxRelay.builder(SESSIONS, NOTHING).tableName("x;drop").build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tableName");
   }
