@@ -23,8 +23,12 @@ public final class SettlementRecord {
   private volatile @Nullable Duration heldForStore;
 
   /**
-   * Acked or dead-lettered (the dead-letter copy is stored), or handed over to be: from now on the
-   * delivery is never nacked, rolled back or made visible again.
+   * The delivery's fate is decided with the broker, or handed over to be: acked or dead-lettered
+   * (the dead-letter copy stored), or its return already made or scheduled by the acknowledgement
+   * itself (RabbitMQ's delayed reject on the settler thread, Kafka's recorded decision). From now
+   * on nobody else hands it back: it is never nacked, rolled back or made visible again after a
+   * throw. An adapter whose return can fail and be retried by the worker (a JMS rollback) marks
+   * only the ack and the dead letter.
    *
    * @throws IllegalStateException when already settled: the pipeline settles a delivery once
    */
