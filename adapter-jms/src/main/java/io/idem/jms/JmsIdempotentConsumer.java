@@ -129,9 +129,10 @@ import org.slf4j.LoggerFactory;
  * {@link Error} from an {@link io.idem.IdempotencyListener} or a key extractor, which the pipeline
  * does not catch (it turns the handler's own errors into handler failures). The session is
  * rolled back ({@code TRANSACTED}) or recovered ({@code CLIENT_ACKNOWLEDGE}) so the broker
- * redelivers the message — it is never acknowledged — and the error is logged at ERROR with the
- * {@code JMSMessageID}; after an {@code Error} the worker pauses for
- * {@link JmsConsumerConfig#reconnectBackoff()} before it receives again. The exception is a
+ * redelivers the message — it is never acknowledged, and one already committed or acknowledged
+ * is left alone — and the error is logged at ERROR with the {@code JMSMessageID}; the worker then
+ * pauses for {@link JmsConsumerConfig#reconnectBackoff()} before it receives again
+ * ({@link io.idem.spi.AdapterWorker#survive}). The exception is a
  * {@link VirtualMachineError} (out of memory, a stack overflow, an internal VM error), which is
  * not swallowed: the session is rolled back (best effort; closing the connection rolls back too), the
  * worker thread ends with the error, and {@link #isRunning()} turns {@code false} for good. A
