@@ -1,5 +1,7 @@
 package io.idem.demo;
 
+import io.idem.jms.JmsOutboxPublisher;
+import io.idem.spi.OutboxPublisher;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import io.idem.spi.Utf8;
@@ -119,6 +121,12 @@ final class JmsDemoBroker implements DemoBroker {
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
     return JmsIdempotentConsumer.create(config, pipeline);
+  }
+
+  /** Persistent sends on one connection of this broker's factory. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    return JmsOutboxPublisher.create(connectionFactory());
   }
 
   @Override

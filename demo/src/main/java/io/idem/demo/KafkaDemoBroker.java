@@ -1,5 +1,7 @@
 package io.idem.demo;
 
+import io.idem.kafka.KafkaOutboxPublisher;
+import io.idem.spi.OutboxPublisher;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import io.idem.fixtures.KafkaFixture;
@@ -110,6 +112,12 @@ final class KafkaDemoBroker implements DemoBroker {
         .maxBatchSize(maxBatchSize)
         .build();
     return KafkaIdempotentConsumer.create(config, pipeline);
+  }
+
+  /** An idempotent producer with {@code acks=all}, as {@link KafkaOutboxPublisher} forces. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    return KafkaOutboxPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
   }
 
   @Override

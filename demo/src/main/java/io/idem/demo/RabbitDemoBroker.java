@@ -1,5 +1,7 @@
 package io.idem.demo;
 
+import io.idem.rabbitmq.RabbitOutboxPublisher;
+import io.idem.spi.OutboxPublisher;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.BuiltinExchangeType;
 import com.rabbitmq.client.Channel;
@@ -128,6 +130,31 @@ final class RabbitDemoBroker implements DemoBroker {
         .maxBatchSize(maxBatchSize)
         .prefetch(Math.max(50, 2 * maxBatchSize))
         .connectionName("idem-demo-" + queue).build(), pipeline);
+  }
+
+  /** Publisher confirms and {@code mandatory} on the default exchange: the routing key is the queue. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    try {
+      ConnectionFactory factory = new ConnectionFactory();
+      factory.setUri(uri);
+      Connection connection = factory.newConnection("idem-demo-relay");
+      RabbitOutboxPublisher publisher = RabbitOutboxPublisher.create(connection, "");
+      return new OutboxPublisher() {
+        @Override
+        public void publish(io.idem.spi.OutboxMessage message) throws Exception {
+          publisher.publish(message);
+        }
+
+        @Override
+        public void close() throws Exception {
+          publisher.close();
+          connection.close();
+        }
+      };
+    } catch (Exception e) {
+      throw new IllegalStateException("RabbitMQ at " + uri + " refused the relay's connection: " + e.getMessage(), e);
+    }
   }
 
   @Override
