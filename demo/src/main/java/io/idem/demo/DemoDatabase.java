@@ -130,10 +130,19 @@ final class DemoDatabase implements AutoCloseable {
         destination);
   }
 
-  /** Whether outbox row {@code id} is still unsent (neither sent nor parked). */
-  boolean unsent(long id) {
-    return count("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE + " WHERE id = ? AND sent_at IS NULL"
-        + " AND parked_at IS NULL", id) == 1;
+  /** How many of the outbox rows {@code ids} are still unsent (neither sent nor parked). */
+  long unsent(Collection<Long> ids) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE
+            + " WHERE id = ANY (?) AND sent_at IS NULL AND parked_at IS NULL")) {
+      ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("ledger query failed: " + e.getMessage(), e);
+    }
   }
 
   /** Rows the downstream consumer wrote to the receipts table. */

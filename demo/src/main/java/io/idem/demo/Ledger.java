@@ -74,9 +74,10 @@ public record Ledger(
    * @param doubled receipt rows beyond one per order
    * @param missing published orders without a receipt row, plus receipt rows of orders never
    *     published
-   * @param republished rows the broker had confirmed when a relay was killed and that were still
-   *     unsent afterwards (checked in the outbox table right after each kill): each was published
-   *     again by the next relay, and the downstream consumer had to skip that copy
+   * @param republished rows the broker had confirmed when a relay was killed (the relay's output,
+   *     complete up to its pause) and that were still unsent afterwards (checked in the outbox
+   *     table right after each kill): each was published again by the next relay, and the
+   *     downstream consumer had to skip that copy
    * @param duplicatesSkipped receipt deliveries the downstream consumer reported as {@code
    *     DUPLICATE} (an estimate: one settled just before a SIGKILL may be missing)
    * @param relayCrashes relay processes killed (SIGKILL) in the window between the broker's

@@ -139,12 +139,13 @@ public final class LedgerRun {
           relay.kill();
           relayCrashed++;
           long row = pausedRow(relay);
-          boolean unsent = db.unsent(row);
-          republished += unsent ? 1 : 0;
+          List<Long> confirmed = confirmedRows(relay);
+          long unsent = db.unsent(confirmed);
+          republished += unsent;
           out.accept(String.format(Locale.ROOT,
               "%srelay crash %d/%d: relay killed (SIGKILL) after the broker confirmed receipt row %d, before the"
-                  + " mark; the row is %s; restarting", tag, relayCrashed, relayCrashes, row,
-              unsent ? "unsent, to be published again" : "NOT UNSENT"));
+                  + " mark; %d of the %d rows it had published are unsent, to be published again; restarting",
+              tag, relayCrashed, relayCrashes, row, unsent, confirmed.size()));
           relay = startRelay(db, receiptsDestination, unique, ++relays, relayCrashes, relayCrashed, random);
           continue;
         }
@@ -288,6 +289,12 @@ public final class LedgerRun {
     return db.ordersReceipted() >= unique
         && db.receiptsPublished(receiptsDestination) >= db.receiptsEnqueued(receiptsDestination)
         && broker.pending(receiptsQueue, receiptsGroup) == 0;
+  }
+
+  /** The outbox rows a pausing relay printed as confirmed by the broker, distinct. */
+  private static List<Long> confirmedRows(ChildJvm relay) {
+    return relay.lines().stream().filter(l -> l.startsWith(RelayProcess.CONFIRMED_PREFIX))
+        .map(l -> Long.parseLong(l.substring(RelayProcess.CONFIRMED_PREFIX.length()).trim())).distinct().toList();
   }
 
   /** The outbox row id of a paused relay's {@code RELAY-PAUSED <id> <key>} line. */

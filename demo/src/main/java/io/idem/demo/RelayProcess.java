@@ -22,9 +22,10 @@ import java.util.function.Consumer;
  * OutboxPublisher} ({@link DemoBroker#outboxPublisher()}). Arguments: {@code --broker= --schema=}
  * plus the broker's connection arguments.
  *
- * <p>With the system property {@value #PAUSE_AFTER_PROPERTY}{@code =N} the relay stops right after
- * the broker confirmed its (N+1)-th publish, before it marks that row sent: it prints {@code
- * RELAY-PAUSED <row id> <key>} and waits there, holding its batch's transaction open, until the
+ * <p>With the system property {@value #PAUSE_AFTER_PROPERTY}{@code =N} the relay prints {@code
+ * RELAY-CONFIRMED <row id>} after each publish the broker confirmed, and stops right after its
+ * (N+1)-th, before it marks that row sent: it prints {@code RELAY-PAUSED <row id> <key>} and waits
+ * there, holding its batch's transaction open, until the
  * demo SIGKILLs it. That is the window no relay can close (the broker and the database share no
  * transaction): the row stays unsent and the next relay publishes it again, which the downstream
  * Idem consumer must skip as a duplicate.
@@ -34,6 +35,8 @@ import java.util.function.Consumer;
 public final class RelayProcess {
   /** System property: publishes confirmed before the relay pauses in the window; absent = never. */
   static final String PAUSE_AFTER_PROPERTY = "idem.relay.pause.after";
+  /** Start of the line printed per confirmed publish of a pausing relay: {@value}, then the row's id. */
+  static final String CONFIRMED_PREFIX = "RELAY-CONFIRMED ";
   /** Start of the line printed when the relay pauses: {@value}, then the row's id and key. */
   static final String PAUSED_PREFIX = "RELAY-PAUSED ";
   /** The relay's wait for the demo's SIGKILL when paused, after which it halts itself. */
@@ -61,7 +64,11 @@ public final class RelayProcess {
     return ChildJvm.start(name, RelayProcess.class, jvmArgs, args,
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
             "IDEM_POSTGRES_PASSWORD", pg.password()),
-        line -> out.accept("  " + line));
+        line -> {
+          if (!line.startsWith(CONFIRMED_PREFIX)) {
+            out.accept("  " + line);
+          }
+        });
   }
 
   public static void main(String[] args) throws Exception {
@@ -95,11 +102,16 @@ public final class RelayProcess {
     stopped.await();
   }
 
-  /** {@code publisher}, pausing for the SIGKILL right after the (after+1)-th confirmed publish. */
+  /**
+   * {@code publisher}, printing each confirmed row and pausing for the SIGKILL right after the
+   * (after+1)-th: the lines before the pause are all flushed when the parent sees it.
+   */
   static OutboxPublisher pausing(OutboxPublisher publisher, long after) {
     AtomicLong confirmed = new AtomicLong();
     return message -> {
       publisher.publish(message);
+      OUT.println(CONFIRMED_PREFIX + message.id());
+      OUT.flush();
       if (confirmed.getAndIncrement() == after) {
         pause(message);
       }
