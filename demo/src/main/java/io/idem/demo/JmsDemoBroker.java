@@ -1,9 +1,8 @@
 package io.idem.demo;
 
-import io.idem.jms.JmsOutboxPublisher;
-import io.idem.spi.OutboxPublisher;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.ArtemisFixture.AddressPolicy;
@@ -11,6 +10,7 @@ import io.idem.jms.JmsConsumerConfig;
 import io.idem.jms.JmsHeaderNames;
 import io.idem.jms.JmsIdempotentConsumer;
 import io.idem.jms.JmsInboundMessage;
+import io.idem.jms.JmsOutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.Connection;

@@ -1,13 +1,13 @@
 package io.idem.demo;
 
-import io.idem.kafka.KafkaOutboxPublisher;
-import io.idem.spi.OutboxPublisher;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.kafka.KafkaIdempotentConsumer;
 import io.idem.kafka.KafkaInboundMessage;
+import io.idem.kafka.KafkaOutboxPublisher;
+import io.idem.spi.OutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import java.time.Duration;
 import java.time.Instant;

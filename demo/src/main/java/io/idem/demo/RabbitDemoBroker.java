@@ -1,7 +1,5 @@
 package io.idem.demo;
 
-import io.idem.rabbitmq.RabbitOutboxPublisher;
-import io.idem.spi.OutboxPublisher;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.BuiltinExchangeType;
 import com.rabbitmq.client.Channel;
@@ -12,10 +10,13 @@ import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.MessageProperties;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
+import io.idem.rabbitmq.RabbitOutboxPublisher;
 import io.idem.rabbitmq.RabbitQueueType;
 import io.idem.testkit.DeadLetteredMessage;
 import java.nio.charset.StandardCharsets;
@@ -142,7 +143,7 @@ final class RabbitDemoBroker implements DemoBroker {
       RabbitOutboxPublisher publisher = RabbitOutboxPublisher.create(connection, "");
       return new OutboxPublisher() {
         @Override
-        public void publish(io.idem.spi.OutboxMessage message) throws Exception {
+        public void publish(OutboxMessage message) throws Exception {
           publisher.publish(message);
         }
 

@@ -1,14 +1,14 @@
 package io.idem.demo;
 
-import io.idem.sqs.SqsOutboxPublisher;
-import io.idem.spi.OutboxPublisher;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.SqsFixture;
 import io.idem.sqs.SqsConsumerConfig;
 import io.idem.sqs.SqsIdempotentConsumer;
 import io.idem.sqs.SqsInboundMessage;
+import io.idem.sqs.SqsOutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import java.time.Instant;
 import software.amazon.awssdk.core.SdkBytes;
