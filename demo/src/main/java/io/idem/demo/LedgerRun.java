@@ -184,8 +184,11 @@ public final class LedgerRun {
         }
         if (now - lastReport > 2_000_000_000L) {
           lastReport = now;
-          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes, %.1f s",
-              tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes, (now - start) / 1e9));
+          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes%s, %.1f s",
+              tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes,
+              receipts ? String.format(Locale.ROOT, "; %,d receipts published, %,d applied, %d/%d relay crashes",
+                  db.receiptsPublished(receiptsDestination), db.ordersReceipted(), relayCrashed, relayCrashes) : "",
+              (now - start) / 1e9));
         }
         boolean allApplied = applied >= unique && broker.deadLettered(destination) >= poisonMessages;
         boolean drained = allApplied && broker.pending(destination, group) == 0

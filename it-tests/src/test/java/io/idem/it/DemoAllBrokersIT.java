@@ -11,8 +11,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@code idem-demo --broker all}: the ledger check on every broker in one command (the consumer
- * in a child JVM, SIGKILLed once at a random moment and restarted; the receipts through the outbox,
- * the relay in a child JVM SIGKILLed once after a confirmed publish), ending with one table.
+ * in a child JVM, SIGKILLed once at a random moment and restarted), ending with one table. Without
+ * the receipts ({@code --no-receipts}): with them this test took 54 s instead of 31–40 s; {@link
+ * ReceiptsCrashIT} runs them, with the relay killed too.
  */
 class DemoAllBrokersIT {
   private static final int EVENTS = Scale.events(200, 2_000);
@@ -23,7 +24,7 @@ class DemoAllBrokersIT {
   @Timeout(value = 6, unit = TimeUnit.MINUTES)
   void brokerAllRunsTheLedgerOnEveryBrokerAndPrintsOneTable() {
     DemoOutput demo = DemoOutput.run("--broker", "all", "--events", Integer.toString(EVENTS),
-        "--crashes", Integer.toString(CRASHES), "--duplicate-rate", "0.2", "--timeout", "PT3M");
+        "--crashes", Integer.toString(CRASHES), "--duplicate-rate", "0.2", "--timeout", "PT3M", "--no-receipts");
 
     assertThat(demo.exitCode()).as("exit status").isZero();
     List<String[]> rows = table(demo.lines());
@@ -31,7 +32,7 @@ class DemoAllBrokersIT {
     long orders = EVENTS - Math.round(EVENTS * 0.2);
     for (String[] r : rows) {
       String broker = r[0];
-      assertThat(r).as("columns of %s", broker).hasSize(12);
+      assertThat(r).as("columns of %s", broker).hasSize(9);
       assertThat(Long.parseLong(r[1])).as("%s events", broker).isEqualTo(EVENTS);
       assertThat(Long.parseLong(r[2])).as("%s deliveries", broker).isGreaterThanOrEqualTo(EVENTS - (long) WORKERS * CRASHES);
       assertThat(Long.parseLong(r[3])).as("%s duplicates skipped", broker)
@@ -40,15 +41,10 @@ class DemoAllBrokersIT {
       assertThat(Long.parseLong(r[5])).as("%s doubled", broker).isZero();
       assertThat(Long.parseLong(r[6])).as("%s missing", broker).isZero();
       assertThat(Double.parseDouble(r[7])).as("%s events/s", broker).isPositive();
-      assertThat(Long.parseLong(r[8])).as("%s receipts applied", broker).isEqualTo(orders);
-      assertThat(Long.parseLong(r[9])).as("%s receipts doubled", broker).isZero();
-      assertThat(Long.parseLong(r[10])).as("%s receipts missing", broker).isZero();
-      assertThat(r[11]).as("%s result", broker).isEqualTo("OK");
+      assertThat(r[8]).as("%s result", broker).isEqualTo("OK");
     }
     assertThat(demo.text()).as("one ledger per broker")
         .contains("Ledger (kafka)", "Ledger (rabbitmq)", "Ledger (sqs)", "Ledger (jms)");
-    assertThat(demo.lines()).as("a relay killed after a confirmed publish, per broker")
-        .filteredOn(l -> l.contains("relay crash 1/" + CRASHES)).hasSize(DemoBrokers.NAMES.size());
   }
 
   @Test
@@ -67,8 +63,7 @@ class DemoAllBrokersIT {
         inTable = true;
         rows.clear();
         assertThat(line.trim().split("\\s+")).as("table header").containsExactly(
-            "broker", "events", "deliveries", "duplicates", "effects", "doubled", "missing", "events/s",
-            "receipts", "r-doubled", "r-missing", "result");
+            "broker", "events", "deliveries", "duplicates", "effects", "doubled", "missing", "events/s", "result");
         continue;
       }
       if (inTable) {
