@@ -7,8 +7,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * What consumer processes reported: their {@code OUTCOME <outcome> <broker>} lines, counted per
- * broker. A delivery settled just before a SIGKILL may be missing (its line was never written).
+ * What consumer processes reported: their {@code OUTCOME <outcome> <broker>} lines (or the receipts
+ * consumer's {@code RECEIPT-OUTCOME} lines), counted per broker. A delivery settled just before a SIGKILL may be missing (its line was never written).
  */
 final class ConsumerOutput {
   private final Map<String, long[]> perBroker; // broker → {deliveries, duplicates}
@@ -18,10 +18,19 @@ final class ConsumerOutput {
   }
 
   static ConsumerOutput of(Collection<ChildJvm> children) {
+    return of(children, ConsumerProcess.OUTCOME_PREFIX);
+  }
+
+  /** The downstream receipts consumers' {@code RECEIPT-OUTCOME <outcome> <broker>} lines. */
+  static ConsumerOutput receipts(Collection<ChildJvm> children) {
+    return of(children, ConsumerProcess.RECEIPT_OUTCOME_PREFIX);
+  }
+
+  private static ConsumerOutput of(Collection<ChildJvm> children, String prefix) {
     Map<String, long[]> counts = new TreeMap<>();
     for (ChildJvm child : children) {
       for (String line : child.lines()) {
-        if (!line.startsWith(ConsumerProcess.OUTCOME_PREFIX)) {
+        if (!line.startsWith(prefix)) {
           continue;
         }
         String[] parts = line.split(" ");

@@ -11,6 +11,7 @@ import io.idem.NonRetryableException;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.store.jdbc.Outbox;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
@@ -34,12 +35,25 @@ import org.jspecify.annotations.Nullable;
  * {@code --batch=} (most messages per transaction, default 1: per-message mode), plus the
  * brokers' connection arguments; {@code --broker} and {@code --destination} may list several
  * brokers, comma-separated (a migration: one consumer group and one store, an adapter per broker).
- * Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled delivery, and
+ *
+ * <p>With {@code --receipts=<destination>} (one broker only) each OrderPaid handler also enqueues a
+ * receipt in Idem's outbox, in its own transaction and keyed by the event's idempotency key, and a
+ * second, downstream Idem consumer (consumer group {@code <group>}{@value #RECEIPTS_GROUP_SUFFIX})
+ * applies the receipts a relay ({@link RelayProcess}) published to that destination into the
+ * receipts table. A SIGKILL of this process kills both consumers.
+ *
+ * <p>Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled OrderPaid
+ * delivery, one {@code RECEIPT-OUTCOME <outcome> <broker>} line per settled receipt, and
  * {@code STOPPED} after a graceful shutdown (SIGTERM).
  */
 public final class ConsumerProcess {
   /** Start of the line printed per settled delivery: {@value}, then the outcome and the broker. */
   static final String OUTCOME_PREFIX = "OUTCOME ";
+  /** Start of the line printed per settled receipt delivery: {@value}, then the outcome and the broker. */
+  static final String RECEIPT_OUTCOME_PREFIX = "RECEIPT-OUTCOME ";
+  /** The downstream receipts consumer's group: the orders' group followed by {@value}. */
+  static final String RECEIPTS_GROUP_SUFFIX = "-receipts";
+  private static final Outbox OUTBOX = Outbox.ofDefaults();
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
 
@@ -61,6 +75,19 @@ public final class ConsumerProcess {
   /** As above, with at most {@code maxBatchSize} messages per transaction (1: per-message mode). */
   static ChildJvm start(String name, List<DemoBroker> brokers, List<String> destinations, String group,
       String schema, int maxBatchSize, List<String> jvmArgs, Consumer<String> out) {
+    return start(name, brokers, destinations, null, group, schema, maxBatchSize, jvmArgs, out);
+  }
+
+  /**
+   * As above; with {@code receipts} not null (one broker only), the handlers also enqueue a
+   * receipt for that destination and a downstream consumer applies the receipts found there.
+   */
+  static ChildJvm start(String name, List<DemoBroker> brokers, List<String> destinations,
+      @Nullable String receipts, String group, String schema, int maxBatchSize, List<String> jvmArgs,
+      Consumer<String> out) {
+    if (receipts != null && brokers.size() != 1) {
+      throw new IllegalArgumentException("receipts run on one broker, but " + brokers.size() + " were given");
+    }
     if (brokers.isEmpty() || brokers.size() != destinations.size()) {
       throw new IllegalArgumentException("brokers and destinations must be as many and not empty, but were "
           + brokers.size() + " and " + destinations.size());
@@ -69,6 +96,9 @@ public final class ConsumerProcess {
         "--broker=" + brokers.stream().map(DemoBroker::name).collect(Collectors.joining(",")),
         "--destination=" + String.join(",", destinations), "--group=" + group, "--schema=" + schema,
         "--batch=" + maxBatchSize));
+    if (receipts != null) {
+      args.add("--receipts=" + receipts);
+    }
     brokers.forEach(b -> args.addAll(b.connectionArgs()));
     List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false",
         "-Didem.fixtures.announce=false"));
@@ -92,17 +122,25 @@ public final class ConsumerProcess {
       throw new IllegalArgumentException("--broker= and --destination= must list as many, but were "
           + brokerNames + " and " + destinations);
     }
-    DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4 * brokerNames.size());
+    String receipts = options.get("receipts");
+    // four connections per consumer: the adapters' default concurrency
+    DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4 * (brokerNames.size() + (receipts != null ? 1 : 0)));
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(db.sessions()).build();
     CrashInjector crashes = CrashInjector.fromSystemProperties();
     int maxBatchSize = Integer.parseInt(options.getOrDefault("batch", "1"));
     List<DemoBroker> brokers = new ArrayList<>();
     List<BrokerConsumer> consumers = new ArrayList<>();
+    String group = required(options, "group");
     for (int i = 0; i < brokerNames.size(); i++) {
       DemoBroker broker = DemoBrokers.forConsumer(brokerNames.get(i), options);
       brokers.add(broker);
-      consumers.add(broker.consumer(destinations.get(i), pipeline(store, required(options, "group"),
-          broker.name(), crashes), maxBatchSize));
+      String receiptsDestination = receipts == null ? null : broker.outboxDestination(receipts);
+      consumers.add(broker.consumer(destinations.get(i), pipeline(store, group, broker.name(), crashes,
+          receiptsDestination), maxBatchSize));
+      if (receipts != null) {
+        consumers.add(broker.consumer(receipts, receiptsPipeline(store, group + RECEIPTS_GROUP_SUFFIX,
+            broker.name()), maxBatchSize));
+      }
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -125,29 +163,64 @@ public final class ConsumerProcess {
 
   // One pipeline per broker, all on the same store and consumer group: a key claimed through one
   // broker is a duplicate on the other.
-  private static IdempotentConsumer<SqlSession> pipeline(
-      MyBatisProcessedEventStore store, String group, String brokerName, CrashInjector crashes) {
+  // With receipts, the handler also writes the receipt to the outbox in its transaction: it commits
+  // exactly when the payment and the marker do, keyed by the event's idempotency key.
+  private static IdempotentConsumer<SqlSession> pipeline(MyBatisProcessedEventStore store, String group,
+      String brokerName, CrashInjector crashes, @Nullable String receiptsDestination) {
+    return IdempotentConsumer.builder(store)
+        .consumerGroup(group)
+        .handler((key, message, session) -> {
+          JsonNode order = parseOrder(message);
+          String orderId = order.get("orderId").asText();
+          long cents = order.get("amountCents").asLong();
+          session.getMapper(PaymentMapper.class).insertPayment(orderId, cents);
+          if (receiptsDestination != null) {
+            OUTBOX.enqueue(session, key, receiptsDestination, receipt(orderId, cents), Map.of("type", "Receipt"));
+          }
+        })
+        .retryPolicy(retryPolicy())
+        .listener(outcomes(OUTCOME_PREFIX, brokerName))
+        .listener(crashes)
+        .build();
+  }
+
+  // The downstream consumer: its own consumer group, so a receipt's key (the order event's) is new
+  // to it, and a copy the relay published again is a duplicate.
+  private static IdempotentConsumer<SqlSession> receiptsPipeline(
+      MyBatisProcessedEventStore store, String group, String brokerName) {
     return IdempotentConsumer.builder(store)
         .consumerGroup(group)
         .handler((message, session) -> {
-          JsonNode order = parseOrder(message);
-          session.getMapper(PaymentMapper.class)
-              .insertPayment(order.get("orderId").asText(), order.get("amountCents").asLong());
+          JsonNode receipt = parseOrder(message);
+          session.getMapper(ReceiptMapper.class)
+              .insertReceipt(receipt.get("orderId").asText(), receipt.get("amountCents").asLong());
         })
-        .retryPolicy(RetryPolicy.builder().maxAttempts(10).initialBackoff(Duration.ofMillis(200))
-            .maxBackoff(Duration.ofSeconds(2)).build())
-        .listener(new IdempotencyListener() {
-          @Override
-          public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
-              ProcessingOutcome outcome, Duration elapsed) {
-            synchronized (OUT) {
-              OUT.println(OUTCOME_PREFIX + outcome + " " + brokerName);
-              OUT.flush();
-            }
-          }
-        })
-        .listener(crashes)
+        .retryPolicy(retryPolicy())
+        .listener(outcomes(RECEIPT_OUTCOME_PREFIX, brokerName))
         .build();
+  }
+
+  private static RetryPolicy retryPolicy() {
+    return RetryPolicy.builder().maxAttempts(10).initialBackoff(Duration.ofMillis(200))
+        .maxBackoff(Duration.ofSeconds(2)).build();
+  }
+
+  private static IdempotencyListener outcomes(String prefix, String brokerName) {
+    return new IdempotencyListener() {
+      @Override
+      public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
+          ProcessingOutcome outcome, Duration elapsed) {
+        synchronized (OUT) {
+          OUT.println(prefix + outcome + " " + brokerName);
+          OUT.flush();
+        }
+      }
+    };
+  }
+
+  private static byte[] receipt(String orderId, long cents) {
+    return ("{\"type\":\"Receipt\",\"orderId\":\"" + orderId + "\",\"amountCents\":" + cents + "}")
+        .getBytes(StandardCharsets.UTF_8);
   }
 
   private static JsonNode parseOrder(InboundMessage message) {

@@ -2,6 +2,7 @@ package io.idem.demo;
 
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import java.util.List;
 
@@ -50,6 +51,23 @@ public interface DemoBroker extends AutoCloseable {
       return consumer(destination, pipeline);
     }
     throw new UnsupportedOperationException(name() + " has no batch mode in the main job yet");
+  }
+
+  /**
+   * In the relay process: this adapter's {@link OutboxPublisher} (Kafka {@code
+   * KafkaOutboxPublisher}, RabbitMQ {@code RabbitOutboxPublisher} on the default exchange, SQS
+   * {@code SqsOutboxPublisher}, JMS {@code JmsOutboxPublisher}); the caller closes it.
+   *
+   * @throws IllegalStateException when the broker cannot be reached
+   */
+  OutboxPublisher outboxPublisher();
+
+  /**
+   * The outbox row's destination that makes {@link #outboxPublisher()} send to {@code destination}:
+   * the topic or queue name itself, the queue URL on SQS.
+   */
+  default String outboxDestination(String destination) {
+    return destination;
   }
 
   /** Messages of {@code destination} not yet acknowledged by consumer group {@code group}. */

@@ -2,6 +2,7 @@ package io.idem.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.store.jdbc.Outbox;
 import io.idem.store.jdbc.ProcessedEventsSchema;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -18,7 +19,9 @@ import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
 /**
  * The demo's PostgreSQL schema: Idem's processed-events table, the business table
  * {@code demo_payments} (deliberately without a unique constraint, so a doubled effect shows up as
- * a second row) and the list of published order ids, for the ledger.
+ * a second row) and the list of published order ids, for the ledger; for the receipts, Idem's
+ * outbox table {@value Outbox#DEFAULT_TABLE} and the downstream consumer's table
+ * {@code demo_receipts} (no unique constraint either).
  */
 final class DemoDatabase implements AutoCloseable {
   final String schema;
@@ -40,11 +43,16 @@ final class DemoDatabase implements AutoCloseable {
           + " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
       s.execute("CREATE INDEX IF NOT EXISTS demo_payments_order_idx ON demo_payments (order_id)");
       s.execute("CREATE TABLE IF NOT EXISTS demo_published (order_id text PRIMARY KEY)");
+      s.execute("CREATE TABLE IF NOT EXISTS demo_receipts (id bigserial PRIMARY KEY,"
+          + " order_id text NOT NULL, amount_cents bigint NOT NULL,"
+          + " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+      s.execute("CREATE INDEX IF NOT EXISTS demo_receipts_order_idx ON demo_receipts (order_id)");
     } catch (SQLException e) {
       ds.close();
       throw new IllegalStateException("could not create the demo tables in " + schema + ": " + e.getMessage(), e);
     }
     ProcessedEventsSchema.apply(ds, "idem_processed_events");
+    Outbox.createTableIfMissing(ds, Outbox.DEFAULT_TABLE);
     return new DemoDatabase(schema, ds);
   }
 
@@ -58,6 +66,7 @@ final class DemoDatabase implements AutoCloseable {
     Configuration configuration =
         new Configuration(new Environment("demo", new JdbcTransactionFactory(), dataSource));
     configuration.addMapper(PaymentMapper.class);
+    configuration.addMapper(ReceiptMapper.class);
     return new SqlSessionFactoryBuilder().build(configuration);
   }
 
@@ -82,9 +91,9 @@ final class DemoDatabase implements AutoCloseable {
     return count("SELECT count(*) FROM demo_payments");
   }
 
-  /** Rows in the processed-events table: one per key whose effect committed. */
-  long markers() {
-    return count("SELECT count(*) FROM idem_processed_events");
+  /** Rows of consumer group {@code group} in the processed-events table: one per key whose effect committed. */
+  long markers(String group) {
+    return count("SELECT count(*) FROM idem_processed_events WHERE consumer_group = ?", group);
   }
 
   /** Distinct orders with at least one effect. */
@@ -110,12 +119,65 @@ final class DemoDatabase implements AutoCloseable {
         + " (SELECT 1 FROM demo_published p WHERE p.order_id = e.order_id)");
   }
 
-  private long count(String sql) {
+  /** Receipt rows the handlers wrote to the outbox for {@code destination}: one per order applied. */
+  long receiptsEnqueued(String destination) {
+    return count("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE + " WHERE destination = ?", destination);
+  }
+
+  /** Of those, the rows a relay marked sent (each was confirmed by the broker at least once). */
+  long receiptsPublished(String destination) {
+    return count("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE + " WHERE destination = ? AND sent_at IS NOT NULL",
+        destination);
+  }
+
+  /** How many of the outbox rows {@code ids} are still unsent (neither sent nor parked). */
+  long unsent(Collection<Long> ids) {
     try (Connection c = dataSource.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
+        PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE
+            + " WHERE id = ANY (?) AND sent_at IS NULL AND parked_at IS NULL")) {
+      ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("ledger query failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** Rows the downstream consumer wrote to the receipts table. */
+  long receiptsApplied() {
+    return count("SELECT count(*) FROM demo_receipts");
+  }
+
+  /** Distinct orders with at least one receipt row. */
+  long ordersReceipted() {
+    return count("SELECT count(DISTINCT order_id) FROM demo_receipts");
+  }
+
+  /** Receipt rows beyond one per order: 0 when no receipt was applied twice. */
+  long receiptsDoubled() {
+    return count("SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) n FROM demo_receipts"
+        + " GROUP BY order_id HAVING count(*) > 1) d");
+  }
+
+  /** Published orders without a receipt row, plus receipt rows of orders never published. */
+  long receiptsMissing() {
+    return count("SELECT count(*) FROM demo_published p WHERE NOT EXISTS"
+        + " (SELECT 1 FROM demo_receipts r WHERE r.order_id = p.order_id)")
+        + count("SELECT count(*) FROM demo_receipts r WHERE NOT EXISTS"
+        + " (SELECT 1 FROM demo_published p WHERE p.order_id = r.order_id)");
+  }
+
+  private long count(String sql, Object... params) {
+    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
     } catch (SQLException e) {
       throw new IllegalStateException("ledger query failed: " + e.getMessage(), e);
     }

@@ -27,6 +27,10 @@ import picocli.CommandLine.Spec;
       "Publishes OrderPaid events (a share of them producer retries with the same business id), "
           + "consumes them with Idem in a child process that is killed with SIGKILL at random points "
           + "and restarted, then prints a ledger. Exits 1 when any effect is doubled or missing.",
+      "With receipts (the default), each handler also enqueues a receipt in the transactional outbox; "
+          + "a relay in a second child process, SIGKILLed as often as the consumer right after the broker "
+          + "confirmed a receipt and before it marked it sent, publishes them to a second destination on "
+          + "the same broker; a downstream Idem consumer applies them.",
       "With --migrate-from and --migrate-to it rehearses moving the consumer from one broker to "
           + "another instead: old broker only, then both (dual-published), then the new one only."
     },
@@ -42,6 +46,15 @@ import picocli.CommandLine.Spec;
       "  deliveries          estimate (>=): the outcomes the consumer reported, and at",
       "                      least effects + duplicates skipped + dead letters; one",
       "                      settled just before a SIGKILL goes unreported",
+      "  receipts enqueued   rows in the outbox table (PostgreSQL), written by the",
+      "                      OrderPaid handlers in their transactions",
+      "  receipts published  outbox rows the relay marked sent (PostgreSQL)",
+      "  receipts applied    rows in the receipts table (PostgreSQL), written by the",
+      "                      downstream consumer",
+      "  doubled, missing    receipt rows beyond one per order; orders without one",
+      "  published again     rows the broker had confirmed when the relay was killed,",
+      "                      still unsent after the kill (PostgreSQL)",
+      "  copies skipped      estimate (>=): DUPLICATE outcomes of the receipts consumer",
       "  mode                per-message, or batch N (--batch N: at most N messages",
       "                      per database transaction)",
       "  events/s            events published / seconds from the first consumer start",
@@ -107,6 +120,12 @@ public final class DemoMain implements Callable<Integer> {
       description = "Give up on a broker after this long: 90s, 10m, 1h, 1h30m, or ISO-8601 such as PT10M"
           + " (default: ${DEFAULT-VALUE}).")
   Duration timeout;
+
+  @Option(names = "--receipts", negatable = true, defaultValue = "true", fallbackValue = "true",
+      description = "Also enqueue a receipt per order in the outbox, relay it (the relay killed --crashes times)"
+          + " and apply it downstream; --no-receipts for the orders only (default: ${DEFAULT-VALUE};"
+          + " not in a migration).")
+  boolean receipts;
 
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
@@ -223,7 +242,8 @@ public final class DemoMain implements Callable<Integer> {
       try (DemoBroker b = DemoBrokers.create(name)) {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
-            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).output(out::println)
+            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
+            .output(out::println)
             .build().run();
         out.println(ledger.describe());
         ledgers.add(ledger);

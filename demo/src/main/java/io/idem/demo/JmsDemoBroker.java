@@ -2,6 +2,7 @@ package io.idem.demo;
 
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.ArtemisFixture.AddressPolicy;
@@ -9,6 +10,7 @@ import io.idem.jms.JmsConsumerConfig;
 import io.idem.jms.JmsHeaderNames;
 import io.idem.jms.JmsIdempotentConsumer;
 import io.idem.jms.JmsInboundMessage;
+import io.idem.jms.JmsOutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.Connection;
@@ -119,6 +121,12 @@ final class JmsDemoBroker implements DemoBroker {
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
     return JmsIdempotentConsumer.create(config, pipeline);
+  }
+
+  /** Persistent sends on one connection of this broker's factory. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    return JmsOutboxPublisher.create(connectionFactory());
   }
 
   @Override

@@ -6,6 +6,8 @@ import io.idem.fixtures.KafkaFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.kafka.KafkaIdempotentConsumer;
 import io.idem.kafka.KafkaInboundMessage;
+import io.idem.kafka.KafkaOutboxPublisher;
+import io.idem.spi.OutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import java.time.Duration;
 import java.time.Instant;
@@ -110,6 +112,12 @@ final class KafkaDemoBroker implements DemoBroker {
         .maxBatchSize(maxBatchSize)
         .build();
     return KafkaIdempotentConsumer.create(config, pipeline);
+  }
+
+  /** An idempotent producer with {@code acks=all}, as {@link KafkaOutboxPublisher} forces. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    return KafkaOutboxPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
   }
 
   @Override

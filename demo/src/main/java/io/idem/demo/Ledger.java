@@ -1,6 +1,7 @@
 package io.idem.demo;
 
 import io.idem.testkit.CrashPoint;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import org.jspecify.annotations.Nullable;
@@ -36,6 +37,8 @@ import org.jspecify.annotations.Nullable;
  *     planned crash point (a bug, an OOM, a crash at the wrong place): any fails the run
  * @param maxBatchSize the consumer's most messages per transaction ({@code --batch}): 1 is
  *     per-message mode
+ * @param receipts the receipts' figures, or {@code null} when the run had none ({@code
+ *     --no-receipts}, a migration)
  */
 public record Ledger(
     String broker,
@@ -55,7 +58,71 @@ public record Ledger(
     @Nullable CrashPoint crashPoint,
     double seconds,
     int unplannedDeaths,
-    int maxBatchSize) {
+    int maxBatchSize,
+    @Nullable Receipts receipts) {
+
+  /**
+   * The receipts of a run: each OrderPaid handler enqueued one in the outbox, in its transaction; a
+   * relay published them to a second destination on the same broker; a downstream Idem consumer
+   * (its own consumer group) applied them into the receipts table. Every figure but {@code
+   * duplicatesSkipped} is counted in PostgreSQL, after the run, and cannot miss anything.
+   *
+   * @param destination the broker destination the receipts went to
+   * @param enqueued outbox rows for that destination (one per order whose payment committed)
+   * @param published of those, rows a relay marked sent
+   * @param applied rows in the receipts table
+   * @param doubled receipt rows beyond one per order
+   * @param missing published orders without a receipt row, plus receipt rows of orders never
+   *     published
+   * @param republished rows the broker had confirmed when a relay was killed (the relay's output,
+   *     complete up to its pause) and that were still unsent afterwards (checked in the outbox
+   *     table right after each kill): each was published again by the next relay, and the
+   *     downstream consumer had to skip that copy
+   * @param duplicatesSkipped receipt deliveries the downstream consumer reported as {@code
+   *     DUPLICATE} (an estimate: one settled just before a SIGKILL may be missing)
+   * @param relayCrashes relay processes killed (SIGKILL) in the window between the broker's
+   *     confirmation and the sent mark
+   * @param plannedRelayCrashes relay kills planned
+   * @param unplannedRelayDeaths relay processes that died without being killed by the run
+   */
+  public record Receipts(String destination, long enqueued, long published, long applied, long doubled,
+      long missing, long republished, long duplicatesSkipped, int relayCrashes, int plannedRelayCrashes,
+      int unplannedRelayDeaths) {
+
+    /**
+     * No receipt doubled or missing, every enqueued row published, every planned relay kill
+     * happened, and no relay died unplanned.
+     */
+    public boolean ok() {
+      return doubled == 0 && missing == 0 && published == enqueued && relayCrashes == plannedRelayCrashes
+          && unplannedRelayDeaths == 0;
+    }
+
+    /**
+     * A lower bound of the copies skipped downstream: what the consumer reported and, when every
+     * receipt was applied exactly once, at least one per {@link #republished()} row.
+     */
+    public long duplicatesAtLeast() {
+      return doubled == 0 && missing == 0 ? Math.max(duplicatesSkipped, republished) : duplicatesSkipped;
+    }
+  }
+
+  /** A ledger without receipts. */
+  public Ledger(String broker, long published, long uniqueOrders, long deliveries, long duplicatesSkipped,
+      long effects, long markers, long doubled, long missing, long deadLettered, long expectedDeadLetters,
+      long wrongDeadLetters, int crashes, int plannedCrashes, @Nullable CrashPoint crashPoint, double seconds,
+      int unplannedDeaths, int maxBatchSize) {
+    this(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled, missing,
+        deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds,
+        unplannedDeaths, maxBatchSize, null);
+  }
+
+  /** This ledger with {@code value} as its receipts. */
+  public Ledger withReceipts(@Nullable Receipts value) {
+    return new Ledger(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled,
+        missing, deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds,
+        unplannedDeaths, maxBatchSize, value);
+  }
 
   /** A ledger of a per-message run ({@code maxBatchSize} 1) in which no consumer died unplanned. */
   public Ledger(String broker, long published, long uniqueOrders, long deliveries, long duplicatesSkipped,
@@ -72,11 +139,12 @@ public record Ledger(
 
   /**
    * No doubled, no missing effect, every keyless message dead-lettered and nothing else, and every
-   * planned crash happened, and no consumer died unplanned.
+   * planned crash happened, and no consumer died unplanned; with receipts, also {@link
+   * Receipts#ok()}.
    */
   public boolean ok() {
     return doubled == 0 && missing == 0 && wrongDeadLetters == 0 && crashes == plannedCrashes
-        && unplannedDeaths == 0;
+        && unplannedDeaths == 0 && (receipts == null || receipts.ok());
   }
 
   /**
@@ -109,10 +177,10 @@ public record Ledger(
 
   /**
    * A multi-line report, one line per figure with where it was counted, starting with an empty
-   * line.
+   * line; the receipts' lines follow the orders' when the run had receipts.
    */
   public String describe() {
-    return String.join("\n",
+    List<String> lines = new ArrayList<>(List.of(
         "",
         "Ledger (" + broker + ")",
         row("events published", published, "(" + uniqueOrders + " orders + " + retriesPublished()
@@ -135,14 +203,40 @@ public record Ledger(
         row("consumer crashes", crashes + "/" + plannedCrashes, crashPoint == null
             ? "(SIGKILL at random points)" : "(halted at " + crashPoint + ")"),
         row("unplanned deaths", (long) unplannedDeaths, "(consumer processes that died unplanned: the run stops"
-            + (unplannedDeaths > 0 ? "; FAILED" : "") + ")"),
+            + (unplannedDeaths > 0 ? "; FAILED" : "") + ")")));
+    if (receipts != null) {
+      lines.addAll(receiptLines(receipts));
+    }
+    lines.addAll(List.of(
         row("mode", mode(), maxBatchSize <= 1 ? "(one transaction per message; --batch N for batches)"
             : "(at most " + maxBatchSize + " messages per transaction: --batch " + maxBatchSize + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
             String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to the last"
                 + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
-        row("result", ok() ? "OK" : "FAILED", ok() ? "(every order applied exactly once)"
-            : "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths)"));
+        row("result", ok() ? "OK" : "FAILED", ok()
+            ? "(every order applied exactly once" + (receipts != null ? ", and its receipt" : "") + ")"
+            : "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths"
+                + (receipts != null ? ", in the orders or the receipts" : "") + ")")));
+    return String.join("\n", lines);
+  }
+
+  private List<String> receiptLines(Receipts r) {
+    long unsent = r.enqueued() - r.published();
+    return List.of(
+        row("receipts enqueued", r.enqueued(), "(rows in the outbox table, written in the handlers' transactions:"
+            + " one per order applied)"),
+        row("receipts published", r.published(), "(outbox rows a relay marked sent to " + r.destination()
+            + (unsent != 0 ? "; " + unsent + " NOT SENT" : "") + ")"),
+        row("receipts applied", r.applied(), "(rows in the receipts table, written by the downstream consumer)"),
+        row("doubled receipts", r.doubled(), "(receipt rows beyond one per order)"),
+        row("missing receipts", r.missing(), "(orders published without a receipt row)"),
+        row("published again", r.republished(), "(rows the broker had confirmed when the relay was killed, still"
+            + " unsent after the kill: sent twice)"),
+        row("copies skipped", atLeast(r.duplicatesAtLeast()), "(estimate: the downstream consumer reported "
+            + r.duplicatesSkipped() + "; at least one per row published again when no receipt is doubled or missing)"),
+        row("relay crashes", r.relayCrashes() + "/" + r.plannedRelayCrashes(), "(SIGKILL after the broker confirmed a"
+            + " receipt, before the relay marked it sent"
+            + (r.unplannedRelayDeaths() > 0 ? "; " + r.unplannedRelayDeaths() + " unplanned deaths: FAILED" : "") + ")"));
   }
 
   private static String extraCopies(long n) {
@@ -161,17 +255,26 @@ public record Ledger(
   /**
    * One row per ledger, for {@code --broker all}: broker, events, deliveries (at least), duplicates
    * skipped (as reported), effects, doubled, missing, events/s and the result ({@code OK} or {@code FAILED}), with a
-   * header line; columns separated by spaces, one line per ledger ending in a line separator.
+   * header line; when any ledger has receipts, also receipts applied, doubled and missing ({@code
+   * -} for a ledger without) before the result. Columns separated by spaces, one line per ledger
+   * ending in a line separator.
    */
   public static String table(List<Ledger> ledgers) {
     StringBuilder out = new StringBuilder();
     int width = Math.max(8, ledgers.stream().mapToInt(l -> l.broker.length()).max().orElse(0));
-    String format = "%-" + width + "s %8s %10s %11s %8s %8s %8s %10s  %s%n";
+    boolean receipts = ledgers.stream().anyMatch(l -> l.receipts != null);
+    String format = "%-" + width + "s %8s %10s %11s %8s %8s %8s %10s" + (receipts ? " %9s %10s %10s" : "%s%s%s")
+        + "  %s%n";
     out.append(String.format(Locale.ROOT, format, "broker", "events", "deliveries", "duplicates", "effects",
-        "doubled", "missing", "events/s", "result"));
+        "doubled", "missing", "events/s", receipts ? "receipts" : "", receipts ? "r-doubled" : "",
+        receipts ? "r-missing" : "", "result"));
     for (Ledger l : ledgers) {
+      Receipts r = l.receipts;
       out.append(String.format(Locale.ROOT, format, l.broker, l.published, l.deliveriesAtLeast(), l.duplicatesAtLeast(),
           l.effects, l.doubled, l.missing, String.format(Locale.ROOT, "%.0f", l.eventsPerSecond()),
+          !receipts ? "" : r == null ? "-" : Long.toString(r.applied()),
+          !receipts ? "" : r == null ? "-" : Long.toString(r.doubled()),
+          !receipts ? "" : r == null ? "-" : Long.toString(r.missing()),
           l.ok() ? "OK" : "FAILED"));
     }
     return out.toString();

@@ -25,6 +25,15 @@ import org.jspecify.annotations.Nullable;
  * must all end up dead-lettered, and nothing else: the dead-letter destination is read back
  * ({@link DemoBroker#readDeadLetters}) and compared message by message.
  *
+ * <p>With {@link Builder#receipts(boolean) receipts}, each OrderPaid handler also enqueues a
+ * receipt in the outbox, a relay in a child process of its own ({@link RelayProcess}) publishes
+ * them to a second destination on the same broker with that adapter's outbox publisher, and a
+ * downstream Idem consumer in the consumer process applies them to the receipts table. The relay is
+ * killed as often as the consumer: it pauses right after the broker confirmed a receipt, before
+ * marking it sent, and this process SIGKILLs it there; the run checks in the outbox table that the
+ * row was left unsent (so it is published twice) and that every order still has exactly one
+ * receipt.
+ *
  * <p>Not thread-safe; one run at a time per instance. Runs on different brokers or with different
  * seeds use their own schema, destination and consumer group, so they may run side by side.
  */
@@ -42,6 +51,7 @@ public final class LedgerRun {
   private final Duration timeout;
   private final boolean keepSchema;
   private final int maxBatchSize;
+  private final boolean receipts;
   private final Consumer<String> out;
 
   private LedgerRun(Builder b) {
@@ -55,6 +65,7 @@ public final class LedgerRun {
     this.timeout = b.timeout;
     this.keepSchema = b.keepSchema;
     this.maxBatchSize = b.maxBatchSize;
+    this.receipts = b.receipts;
     this.out = b.out;
   }
 
@@ -74,6 +85,12 @@ public final class LedgerRun {
     try (DemoDatabase db = DemoDatabase.create("idem_demo_" + runId)) {
       out.accept(tag + "PostgreSQL schema " + db.schema + " on " + PostgresFixture.shared().origin());
       broker.createDestination(destination);
+      String receiptsQueue = destination + "-receipts";
+      String receiptsGroup = group + ConsumerProcess.RECEIPTS_GROUP_SUFFIX;
+      if (receipts) {
+        broker.createDestination(receiptsQueue);
+      }
+      String receiptsDestination = receipts ? broker.outboxDestination(receiptsQueue) : null;
       OrderEvents stream = OrderEvents.generate(events, duplicateRate, seed, runId);
       db.recordPublished(stream.orderIds());
       List<String> poisonIds = new ArrayList<>();
@@ -100,7 +117,17 @@ public final class LedgerRun {
       long deadline = start + timeout.toNanos();
       int crashed = 0;
       int unexpectedExits = 0;
-      ChildJvm child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
+      int relayCrashes = receipts ? crashes : 0;
+      int relayCrashed = 0;
+      int relayDeaths = 0;
+      long republished = 0;
+      int relays = 0;
+      ChildJvm relay = null;
+      if (receipts) {
+        relay = startRelay(db, receiptsDestination, unique, ++relays, relayCrashes, relayCrashed, random);
+      }
+      ChildJvm child = startConsumer(destination, receiptsQueue, group, db, unique, children.size() + 1, crashed,
+          random);
       children.add(child);
       long lastReport = 0;
       long idleSince = 0;
@@ -108,13 +135,33 @@ public final class LedgerRun {
         Thread.sleep(POLL.toMillis());
         long applied = db.ordersApplied();
         long now = System.nanoTime();
+        if (relay != null && relayCrashed < relayCrashes && relay.printed(RelayProcess.PAUSED_PREFIX)) {
+          relay.kill();
+          relayCrashed++;
+          long row = pausedRow(relay);
+          List<Long> confirmed = confirmedRows(relay);
+          long unsent = db.unsent(confirmed);
+          republished += unsent;
+          out.accept(String.format(Locale.ROOT,
+              "%srelay crash %d/%d: relay killed (SIGKILL) after the broker confirmed receipt row %d, before the"
+                  + " mark; %d of the %d rows it had published are unsent, to be published again; restarting",
+              tag, relayCrashed, relayCrashes, row, unsent, confirmed.size()));
+          relay = startRelay(db, receiptsDestination, unique, ++relays, relayCrashes, relayCrashed, random);
+          continue;
+        }
+        if (relay != null && !relay.isAlive()) {
+          relayDeaths++;
+          out.accept(tag + "relay died unplanned (status " + relay.waitFor(Duration.ofSeconds(5))
+              + "): the run FAILS; last output: " + tail(relay));
+          break;
+        }
         if (crashPoint == null && crashed < crashes && applied >= crashAt[crashed] && child.printed("READY")) {
           child.kill();
           crashed++;
           out.accept(String.format(Locale.ROOT,
               "%scrash %d/%d: consumer killed (SIGKILL) at %,d/%,d orders applied; restarting",
               tag, crashed, crashes, applied, unique));
-          child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
+          child = startConsumer(destination, receiptsQueue, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
@@ -131,29 +178,34 @@ public final class LedgerRun {
                 + tail(child));
             break;
           }
-          child = startConsumer(destination, group, db, unique, children.size() + 1, crashed, random);
+          child = startConsumer(destination, receiptsQueue, group, db, unique, children.size() + 1, crashed, random);
           children.add(child);
           continue;
         }
         if (now - lastReport > 2_000_000_000L) {
           lastReport = now;
-          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes, %.1f s",
-              tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes, (now - start) / 1e9));
+          out.accept(String.format(Locale.ROOT, "%s%,d/%,d orders applied (%d%%), %d/%d crashes%s, %.1f s",
+              tag, applied, unique, applied * 100 / Math.max(1, unique), crashed, crashes,
+              receipts ? String.format(Locale.ROOT, "; %,d receipts published, %,d applied, %d/%d relay crashes",
+                  db.receiptsPublished(receiptsDestination), db.ordersReceipted(), relayCrashed, relayCrashes) : "",
+              (now - start) / 1e9));
         }
         boolean allApplied = applied >= unique && broker.deadLettered(destination) >= poisonMessages;
-        boolean drained = allApplied && broker.pending(destination, group) == 0;
-        if (drained && crashed >= crashes) {
+        boolean drained = allApplied && broker.pending(destination, group) == 0
+            && (!receipts || receiptsSettled(db, receiptsDestination, receiptsQueue, receiptsGroup, unique));
+        if (drained && crashed >= crashes && relayCrashed >= relayCrashes) {
           break;
         }
         if (allApplied && crashed < crashes && crashPoint == null) {
           crashAt[crashed] = applied; // finished before the planned point: crash it while it idles
         }
-        if (drained && crashPoint != null) {
+        if (drained && (crashPoint != null || relayCrashed < relayCrashes)) {
           // nothing left to pass the crash point: waiting longer cannot make the crash happen
           idleSince = idleSince == 0 ? now : idleSince;
           if (now - idleSince > IDLE_BEFORE_GIVING_UP.toNanos()) {
-            out.accept(tag + "every message was settled before planned crash " + (crashed + 1) + "/"
-                + crashes + " at " + crashPoint + " could happen; stopping");
+            out.accept(tag + "every message was settled before planned " + (crashed < crashes
+                ? "crash " + (crashed + 1) + "/" + crashes + " at " + crashPoint
+                : "relay crash " + (relayCrashed + 1) + "/" + relayCrashes) + " could happen; stopping");
             break;
           }
         } else {
@@ -166,6 +218,9 @@ public final class LedgerRun {
       }
       double seconds = (System.nanoTime() - start) / 1e9;
       child.stop(Duration.ofSeconds(60));
+      if (relay != null) {
+        relay.stop(Duration.ofSeconds(60));
+      }
       ConsumerOutput seen = ConsumerOutput.of(children);
       List<DeadLetteredMessage> deadLetters = broker.readDeadLetters(destination);
       long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds);
@@ -173,11 +228,20 @@ public final class LedgerRun {
         out.accept(tag + "dead-letter destination: " + DeadLetterCheck.describe(deadLetters, poisonIds));
       }
       Ledger ledger = new Ledger(broker.name(), stream.events().size() + poisonMessages, unique,
-          seen.deliveries(), seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(),
+          seen.deliveries(), seen.duplicates(), db.effects(), db.markers(group), db.doubled(), db.missing() + db.unexpected(),
           deadLetters.size(), poisonMessages, wrong, crashed, crashes, crashPoint, seconds, unexpectedExits, maxBatchSize);
+      if (receipts) {
+        ledger = ledger.withReceipts(new Ledger.Receipts(receiptsQueue, db.receiptsEnqueued(receiptsDestination),
+            db.receiptsPublished(receiptsDestination), db.receiptsApplied(), db.receiptsDoubled(),
+            db.receiptsMissing(), republished, ConsumerOutput.receipts(children).duplicates(), relayCrashed,
+            relayCrashes, relayDeaths));
+      }
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         broker.deleteDestination(destination);
+        if (receipts) {
+          broker.deleteDestination(receiptsQueue);
+        }
       }
       return ledger;
     }
@@ -203,15 +267,44 @@ public final class LedgerRun {
     }
   }
 
-  private ChildJvm startConsumer(String destination, String group, DemoDatabase db, long unique,
-      int generation, int crashed, Random random) {
+  private ChildJvm startConsumer(String destination, String receiptsQueue, String group, DemoDatabase db,
+      long unique, int generation, int crashed, Random random) {
     List<String> jvmArgs = new ArrayList<>();
     if (crashPoint != null && crashed < crashes) {
       jvmArgs.add("-Didem.crash.point=" + crashPoint.name());
       jvmArgs.add("-Didem.crash.after=" + crashAfter(unique - db.ordersApplied(), crashes - crashed, random));
     }
-    return ConsumerProcess.start("consumer-" + generation, List.of(broker), List.of(destination), group,
-        db.schema, maxBatchSize, jvmArgs, out);
+    return ConsumerProcess.start("consumer-" + generation, List.of(broker), List.of(destination),
+        receipts ? receiptsQueue : null, group, db.schema, maxBatchSize, jvmArgs, out);
+  }
+
+  /** A relay that pauses for its SIGKILL after a share of the receipts still to publish, while kills are planned. */
+  private ChildJvm startRelay(DemoDatabase db, String receiptsDestination, long unique, int generation,
+      int relayCrashes, int relayCrashed, Random random) {
+    long pauseAfter = relayCrashed < relayCrashes
+        ? crashAfter(unique - db.receiptsPublished(receiptsDestination), relayCrashes - relayCrashed, random) : -1;
+    return RelayProcess.start("relay-" + generation, broker, db.schema, pauseAfter, out);
+  }
+
+  /** Every order's receipt applied, every outbox row sent, nothing left in the receipts destination. */
+  private boolean receiptsSettled(DemoDatabase db, String receiptsDestination, String receiptsQueue,
+      String receiptsGroup, long unique) {
+    return db.ordersReceipted() >= unique
+        && db.receiptsPublished(receiptsDestination) >= db.receiptsEnqueued(receiptsDestination)
+        && broker.pending(receiptsQueue, receiptsGroup) == 0;
+  }
+
+  /** The outbox rows a pausing relay printed as confirmed by the broker, distinct. */
+  private static List<Long> confirmedRows(ChildJvm relay) {
+    return relay.lines().stream().filter(l -> l.startsWith(RelayProcess.CONFIRMED_PREFIX))
+        .map(l -> Long.parseLong(l.substring(RelayProcess.CONFIRMED_PREFIX.length()).trim())).distinct().toList();
+  }
+
+  /** The outbox row id of a paused relay's {@code RELAY-PAUSED <id> <key>} line. */
+  private static long pausedRow(ChildJvm relay) {
+    return relay.lines().stream().filter(l -> l.startsWith(RelayProcess.PAUSED_PREFIX)).findFirst()
+        .map(l -> Long.parseLong(l.substring(RelayProcess.PAUSED_PREFIX.length()).split(" ")[0]))
+        .orElseThrow(() -> new IllegalStateException("the relay printed no " + RelayProcess.PAUSED_PREFIX + "line"));
   }
 
   /**
@@ -250,6 +343,7 @@ public final class LedgerRun {
     private Duration timeout = Duration.ofMinutes(10);
     private boolean keepSchema;
     private int maxBatchSize = 1;
+    private boolean receipts;
     private Consumer<String> out = System.out::println;
 
     private Builder(DemoBroker broker) {
@@ -309,6 +403,15 @@ public final class LedgerRun {
      */
     public Builder maxBatchSize(int value) {
       this.maxBatchSize = value;
+      return this;
+    }
+
+    /**
+     * Whether the handlers also enqueue receipts that a relay (killed as often as the consumer)
+     * publishes and a downstream consumer applies ({@code --receipts}); default false.
+     */
+    public Builder receipts(boolean value) {
+      this.receipts = value;
       return this;
     }
 

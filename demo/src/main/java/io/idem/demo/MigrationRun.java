@@ -130,7 +130,7 @@ public final class MigrationRun {
       }
       long published = phases.get(0).size() + 2L * phases.get(1).size() + phases.get(2).size();
       Ledger ledger = new Ledger(from.name() + "->" + to.name(), published, unique, seen.deliveries(),
-          seen.duplicates(), db.effects(), db.markers(), db.doubled(), db.missing() + db.unexpected(), deadLetters.size(), 0,
+          seen.duplicates(), db.effects(), db.markers(group), db.doubled(), db.missing() + db.unexpected(), deadLetters.size(), 0,
           wrong, children.crashed, crashes, null, seconds, children.unexpectedExits, 1);
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();

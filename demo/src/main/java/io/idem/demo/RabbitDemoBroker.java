@@ -10,10 +10,13 @@ import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.MessageProperties;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
+import io.idem.rabbitmq.RabbitOutboxPublisher;
 import io.idem.rabbitmq.RabbitQueueType;
 import io.idem.testkit.DeadLetteredMessage;
 import java.nio.charset.StandardCharsets;
@@ -128,6 +131,31 @@ final class RabbitDemoBroker implements DemoBroker {
         .maxBatchSize(maxBatchSize)
         .prefetch(Math.max(50, 2 * maxBatchSize))
         .connectionName("idem-demo-" + queue).build(), pipeline);
+  }
+
+  /** Publisher confirms and {@code mandatory} on the default exchange: the routing key is the queue. */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    try {
+      ConnectionFactory factory = new ConnectionFactory();
+      factory.setUri(uri);
+      Connection connection = factory.newConnection("idem-demo-relay");
+      RabbitOutboxPublisher publisher = RabbitOutboxPublisher.create(connection, "");
+      return new OutboxPublisher() {
+        @Override
+        public void publish(OutboxMessage message) throws Exception {
+          publisher.publish(message);
+        }
+
+        @Override
+        public void close() throws Exception {
+          publisher.close();
+          connection.close();
+        }
+      };
+    } catch (Exception e) {
+      throw new IllegalStateException("RabbitMQ at " + uri + " refused the relay's connection: " + e.getMessage(), e);
+    }
   }
 
   @Override

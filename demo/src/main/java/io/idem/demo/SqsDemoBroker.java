@@ -2,11 +2,13 @@ package io.idem.demo;
 
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.SqsFixture;
 import io.idem.sqs.SqsConsumerConfig;
 import io.idem.sqs.SqsIdempotentConsumer;
 import io.idem.sqs.SqsInboundMessage;
+import io.idem.sqs.SqsOutboxPublisher;
 import io.idem.testkit.DeadLetteredMessage;
 import java.time.Instant;
 import software.amazon.awssdk.core.SdkBytes;
@@ -168,6 +170,18 @@ final class SqsDemoBroker implements DemoBroker {
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
     return SqsIdempotentConsumer.create(config, pipeline, client());
+  }
+
+  /** {@link SqsOutboxPublisher} on this broker's client (closed with the broker). */
+  @Override
+  public OutboxPublisher outboxPublisher() {
+    return SqsOutboxPublisher.create(client());
+  }
+
+  /** SQS publishers send to a queue URL. */
+  @Override
+  public String outboxDestination(String queue) {
+    return url(queue);
   }
 
   @Override

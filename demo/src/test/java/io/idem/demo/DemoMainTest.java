@@ -89,6 +89,16 @@ class DemoMainTest {
   }
 
   @Test
+  void receiptsAreOnByDefaultAndNoReceiptsTurnsThemOff() {
+    assertThat(parsed().receipts).isTrue();
+    assertThat(parsed("--receipts").receipts).isTrue();
+    assertThat(parsed("--no-receipts").receipts).isFalse();
+    StringWriter help = new StringWriter();
+    DemoMain.commandLine(new DemoMain()).usage(new PrintWriter(help), CommandLine.Help.Ansi.OFF);
+    assertThat(help.toString()).contains("--[no-]receipts").contains("receipts published");
+  }
+
+  @Test
   void theBrokerDefaultsToKafka() {
     assertThat(parsed().broker).isEqualTo("kafka");
   }

@@ -104,4 +104,75 @@ class LedgerTest {
 
     assertThat(table.lines().skip(1).findFirst().orElseThrow()).startsWith("rabbitmq->kafka ");
   }
+
+  private static Ledger.Receipts receipts(long published, long doubled, long missing, int relayCrashes, int relayDeaths) {
+    return new Ledger.Receipts("idem-demo-kafka-x-receipts", 800, published, 800 + doubled, doubled, missing, 3, 2,
+        relayCrashes, 3, relayDeaths);
+  }
+
+  @Test
+  void theReceiptLinesSayWhereEachFigureComesFrom() {
+    List<String> lines = ledger("kafka", 0, 0, 0, 3).withReceipts(receipts(800, 0, 0, 3, 0)).describe().lines().toList();
+
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("receipts enqueued").contains("800")
+        .contains("rows in the outbox table"));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("receipts published").contains("800")
+        .contains("outbox rows a relay marked sent").doesNotContain("NOT SENT"));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("receipts applied").contains("800")
+        .contains("rows in the receipts table"));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("doubled receipts").contains(" 0 "));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("missing receipts").contains(" 0 "));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("published again").contains(" 3 ")
+        .contains("still unsent after the kill"));
+    // two reported, but each of the three rows published again was a copy the consumer skipped
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("copies skipped").contains(">= 3").contains("estimate")
+        .contains("reported 2"));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("relay crashes").contains("3/3").contains("SIGKILL"));
+    assertThat(lines).anySatisfy(l -> assertThat(l).contains("result").contains("OK").contains("and its receipt"));
+    assertThat(lines.indexOf(lines.stream().filter(l -> l.contains("receipts enqueued")).findFirst().orElseThrow()))
+        .as("the receipts follow the orders' lines, before the mode and the result")
+        .isLessThan(lines.indexOf(lines.stream().filter(l -> l.contains("  mode ")).findFirst().orElseThrow()));
+  }
+
+  @Test
+  void aLedgerWithoutReceiptsHasNoReceiptLines() {
+    assertThat(lostOutcomeLine().receipts()).isNull();
+    assertThat(lostOutcomeLine().describe()).doesNotContain("receipt");
+  }
+
+  @Test
+  void okNeedsEveryReceiptAppliedOnceEveryRowSentAndEveryRelayCrash() {
+    Ledger orders = ledger("kafka", 0, 0, 0, 3);
+
+    assertThat(orders.withReceipts(receipts(800, 0, 0, 3, 0)).ok()).isTrue();
+    assertThat(orders.withReceipts(receipts(800, 1, 0, 3, 0)).ok()).as("a receipt doubled").isFalse();
+    assertThat(orders.withReceipts(receipts(800, 0, 1, 3, 0)).ok()).as("a receipt missing").isFalse();
+    assertThat(orders.withReceipts(receipts(799, 0, 0, 3, 0)).ok()).as("a row not sent").isFalse();
+    assertThat(orders.withReceipts(receipts(800, 0, 0, 2, 0)).ok()).as("a relay crash that did not happen").isFalse();
+    assertThat(orders.withReceipts(receipts(800, 0, 0, 3, 1)).ok()).as("a relay that died unplanned").isFalse();
+    assertThat(ledger("kafka", 1, 0, 0, 3).withReceipts(receipts(800, 0, 0, 3, 0)).ok())
+        .as("receipts right, orders wrong").isFalse();
+    assertThat(orders.withReceipts(receipts(799, 0, 1, 3, 0)).describe()).contains("1 NOT SENT").contains("FAILED");
+  }
+
+  @Test
+  void copiesSkippedAreOnlyWhatWasReportedWhenAReceiptIsDoubledOrMissing() {
+    assertThat(receipts(800, 0, 0, 3, 0).duplicatesAtLeast()).isEqualTo(3);
+    assertThat(receipts(800, 1, 0, 3, 0).duplicatesAtLeast()).isEqualTo(2);
+    assertThat(receipts(800, 0, 1, 3, 0).duplicatesAtLeast()).isEqualTo(2);
+  }
+
+  @Test
+  void theTableAddsTheReceiptColumnsWhenAnyLedgerHasReceipts() {
+    String table = Ledger.table(List.of(ledger("kafka", 0, 0, 0, 3).withReceipts(receipts(800, 0, 0, 3, 0)),
+        ledger("rabbitmq", 0, 0, 0, 3).withReceipts(receipts(800, 2, 0, 3, 0)), ledger("sqs", 0, 0, 0, 3)));
+
+    List<String[]> lines = table.lines().map(l -> l.trim().split("\\s+")).toList();
+    assertThat(lines.get(0)).containsExactly("broker", "events", "deliveries", "duplicates", "effects", "doubled",
+        "missing", "events/s", "receipts", "r-doubled", "r-missing", "result");
+    assertThat(lines.get(1)).containsExactly("kafka", "1000", "1043", "240", "800", "0", "0", "250", "800", "0", "0", "OK");
+    assertThat(lines.get(2))
+        .containsExactly("rabbitmq", "1000", "1043", "240", "800", "0", "0", "250", "802", "2", "0", "FAILED");
+    assertThat(lines.get(3)).containsExactly("sqs", "1000", "1043", "240", "800", "0", "0", "250", "-", "-", "-", "OK");
+  }
 }
