@@ -115,6 +115,17 @@ abstract class SqsTestBase {
     return InterceptedSqsClient.of(real, interceptor);
   }
 
+  /**
+   * As {@link #interceptedClient(InterceptedSqsClient.Interceptor)}, and every call the client
+   * makes is recorded in {@code log}.
+   */
+  protected SqsClient interceptedClient(SqsCallLog log, InterceptedSqsClient.Interceptor interceptor) {
+    SqsClient real = fixture.configure(SqsClient.builder())
+        .overrideConfiguration(o -> o.addExecutionInterceptor(log)).build();
+    clients.add(real);
+    return InterceptedSqsClient.of(real, interceptor);
+  }
+
   /** max attempts, 100 ms fixed backoff (SQS rounds it up to 1 s of visibility), no jitter. */
   protected static RetryPolicy retries(int maxAttempts) {
     return RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(Duration.ofMillis(100))
