@@ -18,6 +18,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationContext;
+import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
@@ -108,6 +109,27 @@ public class IdemAutoConfiguration {
   IdempotentListenerContainerChecks idempotentListenerContainerChecks(ApplicationContext context,
       ObjectProvider<IdempotentListenerPostProcessor> postProcessor) {
     return new IdempotentListenerContainerChecks(context, postProcessor);
+  }
+
+  /** {@code idem.consumers.*}, started and stopped with the context. */
+  @Bean
+  @ConditionalOnMissingBean
+  public IdemConsumers idemConsumers(IdemProperties properties, IdemPipelines pipelines,
+      ListableBeanFactory beans, Environment environment) {
+    return new IdemConsumers(properties, pipelines, beans, environment);
+  }
+
+  /** One Actuator health indicator per {@code idem.consumers.<name>}, when Actuator's health is there. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  static class ConsumersHealth {
+    @Bean
+    @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
+    @org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator("idemConsumers")
+    org.springframework.boot.health.contributor.CompositeHealthContributor idemConsumersHealthContributor(
+        IdemConsumers consumers) {
+      return IdemConsumersHealth.of(consumers);
+    }
   }
 
   /** The Micrometer listener per consumer group, when the application has a MeterRegistry. */

@@ -3,6 +3,7 @@ package io.idem.spring;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
+import io.idem.KeyedMessageHandler;
 import io.idem.MessageHandler;
 import io.idem.StoreHealth;
 import java.util.Map;
@@ -80,11 +81,34 @@ public final class IdemPipelines {
     }
   }
 
+  /**
+   * A new pipeline of {@code consumerGroup} that runs {@code handler} — for a consumer of
+   * {@code idem.consumers.*} — configured like the others ({@code idem.key.*}, {@code
+   * idem.retry.*}, the group's listener). Not cached.
+   *
+   * @param handler a {@link MessageHandler} or {@link KeyedMessageHandler} of {@link SqlSession}
+   * @throws IllegalArgumentException when the group is not a valid consumer group
+   */
+  public IdempotentConsumer<SqlSession> pipeline(String consumerGroup, Object handler) {
+    IdempotentConsumer.Builder<SqlSession> builder = configured(consumerGroup);
+    if (handler instanceof KeyedMessageHandler<?> keyed) {
+      @SuppressWarnings("unchecked")
+      KeyedMessageHandler<SqlSession> typed = (KeyedMessageHandler<SqlSession>) keyed;
+      builder.handler(typed);
+    } else if (handler instanceof MessageHandler<?> plain) {
+      @SuppressWarnings("unchecked")
+      MessageHandler<SqlSession> typed = (MessageHandler<SqlSession>) plain;
+      builder.handler(typed);
+    } else {
+      throw new IllegalArgumentException("the handler of consumer group '" + consumerGroup
+          + "' must be a MessageHandler<SqlSession> or KeyedMessageHandler<SqlSession>, but is a "
+          + handler.getClass().getName());
+    }
+    return builder.build();
+  }
+
   private IdempotentConsumer<SqlSession> build(String consumerGroup) {
-    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(store)
-        .consumerGroup(consumerGroup)
-        .keyExtractor(keyExtractor())
-        .retryPolicy(properties.getRetry().toPolicy())
+    return configured(consumerGroup)
         .handler((message, session) -> {
           MessageHandler<SqlSession> handler = CURRENT.get();
           if (handler == null) {
@@ -92,12 +116,20 @@ public final class IdemPipelines {
                 + " thread for consumer group '" + consumerGroup + "'");
           }
           handler.handle(message, session);
-        });
+        })
+        .build();
+  }
+
+  private IdempotentConsumer.Builder<SqlSession> configured(String consumerGroup) {
+    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(store)
+        .consumerGroup(consumerGroup)
+        .keyExtractor(keyExtractor())
+        .retryPolicy(properties.getRetry().toPolicy());
     IdempotencyListener listener = listeners.apply(consumerGroup);
     if (listener != null) {
       builder.listener(listener);
     }
-    return builder.build();
+    return builder;
   }
 
   private IdempotencyKeyExtractor keyExtractor() {

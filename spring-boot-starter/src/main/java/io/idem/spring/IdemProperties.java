@@ -4,6 +4,8 @@ import io.idem.RetryPolicy;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.RetentionJob;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
@@ -37,6 +39,13 @@ public class IdemProperties {
    * transaction is retried; 0 waits without bound.
    */
   private Duration claimLockTimeout = MyBatisProcessedEventStore.DEFAULT_CLAIM_LOCK_TIMEOUT;
+
+  /**
+   * Consumers Idem runs itself, on its own adapters, by name: {@code
+   * idem.consumers.<name>.broker=kafka|rabbitmq|sqs|jms} and the settings below; started and
+   * stopped with the application context.
+   */
+  private final Map<String, Consumer> consumers = new LinkedHashMap<>();
 
   private final Key key = new Key();
   private final Retry retry = new Retry();
@@ -72,6 +81,10 @@ public class IdemProperties {
 
   public void setClaimLockTimeout(Duration claimLockTimeout) {
     this.claimLockTimeout = claimLockTimeout;
+  }
+
+  public Map<String, Consumer> getConsumers() {
+    return consumers;
   }
 
   public Key getKey() {
@@ -222,6 +235,179 @@ public class IdemProperties {
 
     public void setInterval(Duration interval) {
       this.interval = interval;
+    }
+  }
+
+  /** The broker of an {@code idem.consumers.<name>} entry. */
+  public enum Broker {
+    /** {@code idem-kafka}: {@code KafkaIdempotentConsumer}. */
+    KAFKA,
+    /** {@code idem-rabbitmq}: {@code RabbitIdempotentConsumer}. */
+    RABBITMQ,
+    /** {@code idem-sqs}: {@code SqsIdempotentConsumer}. */
+    SQS,
+    /** {@code idem-jms}: {@code JmsIdempotentConsumer} on the application's ConnectionFactory. */
+    JMS
+  }
+
+  /** One consumer Idem runs on its own adapter ({@code idem.consumers.<name>.*}). */
+  public static class Consumer {
+    /** Which adapter runs it; its module must be on the classpath. */
+    private @Nullable Broker broker;
+
+    /**
+     * Name of the bean handling each message: a {@code MessageHandler<SqlSession>} or {@code
+     * KeyedMessageHandler<SqlSession>}, run in Idem's transaction (its JdbcTemplate/JPA writes
+     * join it).
+     */
+    private @Nullable String handler;
+
+    /** The consumer group of its keys; default: the consumer's name. */
+    private @Nullable String consumerGroup;
+
+    /** Kafka topic, RabbitMQ queue, SQS queue URL or JMS queue consumed. */
+    private @Nullable String source;
+
+    /**
+     * Dead-letter destination: Kafka topic (default {@code <topic>.DLT}), RabbitMQ queue (default
+     * {@code <queue>.dlq}), SQS queue URL (default: the queue's RedrivePolicy), JMS queue
+     * (default {@code <queue>.dlq}).
+     */
+    private @Nullable String deadLetter;
+
+    /** Worker threads; default: the adapter's. */
+    private @Nullable Integer concurrency;
+
+    /** How long closing waits for in-flight messages; default: the adapter's. */
+    private @Nullable Duration shutdownTimeout;
+
+    /** Kafka: the bootstrap servers; default {@code spring.kafka.bootstrap-servers}. */
+    private @Nullable String bootstrapServers;
+
+    /** Kafka: the consumer group id; default: the consumer group. */
+    private @Nullable String groupId;
+
+    /** Kafka: further consumer properties, as the Kafka client names them. */
+    private final Map<String, String> kafkaProperties = new LinkedHashMap<>();
+
+    /** RabbitMQ: the AMQP URI; default: the adapter's ({@code amqp://localhost}). */
+    private @Nullable String uri;
+
+    /** RabbitMQ: declare the queue and its dead-letter queue. */
+    private boolean declareTopology;
+
+    /** SQS: the endpoint (an emulator, a VPC endpoint); default: the SDK's. */
+    private java.net.@Nullable URI endpoint;
+
+    /** SQS: the region; default: the SDK's chain. */
+    private @Nullable String region;
+
+    public @Nullable Broker getBroker() {
+      return broker;
+    }
+
+    public void setBroker(@Nullable Broker broker) {
+      this.broker = broker;
+    }
+
+    public @Nullable String getHandler() {
+      return handler;
+    }
+
+    public void setHandler(@Nullable String handler) {
+      this.handler = handler;
+    }
+
+    public @Nullable String getConsumerGroup() {
+      return consumerGroup;
+    }
+
+    public void setConsumerGroup(@Nullable String consumerGroup) {
+      this.consumerGroup = consumerGroup;
+    }
+
+    public @Nullable String getSource() {
+      return source;
+    }
+
+    public void setSource(@Nullable String source) {
+      this.source = source;
+    }
+
+    public @Nullable String getDeadLetter() {
+      return deadLetter;
+    }
+
+    public void setDeadLetter(@Nullable String deadLetter) {
+      this.deadLetter = deadLetter;
+    }
+
+    public @Nullable Integer getConcurrency() {
+      return concurrency;
+    }
+
+    public void setConcurrency(@Nullable Integer concurrency) {
+      this.concurrency = concurrency;
+    }
+
+    public @Nullable Duration getShutdownTimeout() {
+      return shutdownTimeout;
+    }
+
+    public void setShutdownTimeout(@Nullable Duration shutdownTimeout) {
+      this.shutdownTimeout = shutdownTimeout;
+    }
+
+    public @Nullable String getBootstrapServers() {
+      return bootstrapServers;
+    }
+
+    public void setBootstrapServers(@Nullable String bootstrapServers) {
+      this.bootstrapServers = bootstrapServers;
+    }
+
+    public @Nullable String getGroupId() {
+      return groupId;
+    }
+
+    public void setGroupId(@Nullable String groupId) {
+      this.groupId = groupId;
+    }
+
+    public Map<String, String> getKafkaProperties() {
+      return kafkaProperties;
+    }
+
+    public @Nullable String getUri() {
+      return uri;
+    }
+
+    public void setUri(@Nullable String uri) {
+      this.uri = uri;
+    }
+
+    public boolean isDeclareTopology() {
+      return declareTopology;
+    }
+
+    public void setDeclareTopology(boolean declareTopology) {
+      this.declareTopology = declareTopology;
+    }
+
+    public java.net.@Nullable URI getEndpoint() {
+      return endpoint;
+    }
+
+    public void setEndpoint(java.net.@Nullable URI endpoint) {
+      this.endpoint = endpoint;
+    }
+
+    public @Nullable String getRegion() {
+      return region;
+    }
+
+    public void setRegion(@Nullable String region) {
+      this.region = region;
     }
   }
 }
