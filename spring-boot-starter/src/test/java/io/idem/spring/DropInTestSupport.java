@@ -4,6 +4,7 @@ import io.idem.IdempotencyKey;
 import io.idem.IdempotencyListener;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
+import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.PostgresFixture;
 import java.time.Duration;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.jspecify.annotations.Nullable;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -38,6 +40,15 @@ final class DropInTestSupport {
 
   /** How long a test waits for what the listener does: generous for a loaded 2-core machine. */
   static final Duration WAIT = Duration.ofSeconds(45);
+
+  /**
+   * A connection factory of its own on the shared Artemis, for one application context: the
+   * context closes its ConnectionFactory bean, which must not be the fixture's shared one.
+   */
+  static jakarta.jms.ConnectionFactory artemisConnectionFactory() {
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    return new ActiveMQConnectionFactory(artemis.url(), artemis.user(), artemis.password());
+  }
 
   @Configuration(proxyBeanMethods = false)
   static class Beans {

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.idem.IdempotencyKey;
 import io.idem.KeySource;
 import io.idem.MicrometerIdempotencyListener;
-import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -110,7 +109,7 @@ class IdemAutoConfigurationIT {
   @Test
   void aJmsContainerThatAcknowledgesAtReceiveIsRefused() {
     runner.withConfiguration(AutoConfigurations.of(JmsAutoConfiguration.class))
-        .withBean(ConnectionFactory.class, () -> ArtemisFixture.shared().connectionFactory())
+        .withBean(ConnectionFactory.class, DropInTestSupport::artemisConnectionFactory)
         .withBean(JmsBilling.class)
         .withPropertyValues("spring.jms.listener.session.transacted=false",
             "spring.jms.listener.session.acknowledge-mode=auto")

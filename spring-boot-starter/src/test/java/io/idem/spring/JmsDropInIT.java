@@ -76,7 +76,7 @@ class JmsDropInIT extends DropInListenerContract {
   static class App {
     @Bean
     ConnectionFactory connectionFactory() {
-      return ArtemisFixture.shared().connectionFactory();
+      return DropInTestSupport.artemisConnectionFactory();
     }
 
     @Bean
