@@ -72,30 +72,16 @@ class JmsDropInIT extends DropInListenerContract {
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
-  @Import(DropInTestSupport.Beans.class)
+  @Import({DropInTestSupport.Beans.class, BillingListener.class, DeadLetters.class})
   static class App {
     @Bean
     ConnectionFactory connectionFactory() {
       return DropInTestSupport.artemisConnectionFactory();
     }
-
-    @Bean
-    BillingListener billingListener(DropInTestSupport.Payments payments) {
-      return new BillingListener(payments);
-    }
-
-    @Bean
-    DeadLetters deadLetters() {
-      return new DeadLetters();
-    }
   }
 
   static class BillingListener {
-    private final DropInTestSupport.Payments payments;
-
-    BillingListener(DropInTestSupport.Payments payments) {
-      this.payments = payments;
-    }
+    @Autowired DropInTestSupport.Payments payments;
 
     @JmsListener(destination = "${test.queue}")
     @Idempotent(consumerGroup = GROUP)

@@ -77,7 +77,7 @@ class KafkaDropInIT extends DropInListenerContract {
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
-  @Import(DropInTestSupport.Beans.class)
+  @Import({DropInTestSupport.Beans.class, BillingListener.class, DeadLetters.class})
   static class App {
     /** Spring Kafka redelivers as long as Idem asks; Idem's policy decides when to stop. */
     @Bean
@@ -86,24 +86,10 @@ class KafkaDropInIT extends DropInListenerContract {
       handler.setLogLevel(KafkaException.Level.DEBUG);
       return handler;
     }
-
-    @Bean
-    BillingListener billingListener(DropInTestSupport.Payments payments) {
-      return new BillingListener(payments);
-    }
-
-    @Bean
-    DeadLetters deadLetters() {
-      return new DeadLetters();
-    }
   }
 
   static class BillingListener {
-    private final DropInTestSupport.Payments payments;
-
-    BillingListener(DropInTestSupport.Payments payments) {
-      this.payments = payments;
-    }
+    @Autowired DropInTestSupport.Payments payments;
 
     @KafkaListener(topics = "${test.topic}", groupId = "${test.topic}-billing")
     @Idempotent(consumerGroup = GROUP)

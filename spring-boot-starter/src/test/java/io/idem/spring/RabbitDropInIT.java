@@ -69,7 +69,7 @@ class RabbitDropInIT extends DropInListenerContract {
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
-  @Import(DropInTestSupport.Beans.class)
+  @Import({DropInTestSupport.Beans.class, BillingListener.class, DeadLetters.class})
   static class App {
     /** Deleted by the broker when the test's consumers go: nothing left behind. */
     @Bean
@@ -81,24 +81,10 @@ class RabbitDropInIT extends DropInListenerContract {
     Queue deadLetterQueue() {
       return new Queue(QUEUE + RabbitDeliveries.DEAD_LETTER_SUFFIX, false, false, true);
     }
-
-    @Bean
-    BillingListener billingListener(DropInTestSupport.Payments payments) {
-      return new BillingListener(payments);
-    }
-
-    @Bean
-    DeadLetters deadLetters() {
-      return new DeadLetters();
-    }
   }
 
   static class BillingListener {
-    private final DropInTestSupport.Payments payments;
-
-    BillingListener(DropInTestSupport.Payments payments) {
-      this.payments = payments;
-    }
+    @Autowired DropInTestSupport.Payments payments;
 
     @RabbitListener(queues = "${test.queue}")
     @Idempotent(consumerGroup = GROUP)
