@@ -7,10 +7,11 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Makes a Spring listener method idempotent: on a {@code @KafkaListener}, {@code @RabbitListener}
- * or {@code @JmsListener} method that takes the container's native message — Kafka's {@code
- * ConsumerRecord} (String or byte[] value), Spring AMQP's {@code Message}, or a {@code
- * jakarta.jms.Message} (text or bytes) — Idem extracts the key, opens its transaction through the
+ * Makes a Spring listener method idempotent: on a {@code @KafkaListener}, {@code @RabbitListener},
+ * {@code @JmsListener} or Spring Cloud AWS {@code @SqsListener} method that takes the container's
+ * native message — Kafka's {@code ConsumerRecord} (String or byte[] value), Spring AMQP's {@code
+ * Message}, a {@code jakarta.jms.Message} (text or bytes), or on an {@code @SqsListener} a Spring
+ * {@code Message} — Idem extracts the key, opens its transaction through the
  * application's transaction manager, claims the key and runs the method's body in that
  * transaction, so the body's {@code JdbcTemplate}/JPA/MyBatis-Spring writes commit with the
  * processed-events marker. The method then returns normally (for a duplicate without running the
@@ -43,8 +44,8 @@ public @interface Idempotent {
 
   /**
    * Where dead letters go: a Kafka topic (default {@code <topic>.DLT}), a RabbitMQ queue reached
-   * through the default exchange (default {@code <queue>.dlq}), or a JMS queue (default {@code
-   * <queue>.dlq}). It must exist.
+   * through the default exchange (default {@code <queue>.dlq}), a JMS queue (default {@code
+   * <queue>.dlq}), or an SQS queue name (default {@code <queue>-dlq}). It must exist.
    */
   String deadLetter() default "";
 }

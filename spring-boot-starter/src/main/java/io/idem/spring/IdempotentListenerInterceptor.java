@@ -90,7 +90,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
               + " before Idem's transaction commits; remove it and let the container acknowledge"
               + " when the method returns (Kafka AckMode RECORD or BATCH, AMQP AcknowledgeMode AUTO)");
         }
-        if (index == null && candidate.accepts(types[i])) {
+        if (index == null && candidate.accepts(method, types[i])) {
           index = i;
           kind = candidate;
         }
@@ -99,8 +99,13 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     if (index == null) {
       throw new IllegalStateException("@Idempotent method " + method.toGenericString() + " must take"
           + " the container's native message to read the key and headers from: Kafka's"
-          + " ConsumerRecord, Spring AMQP's Message or a jakarta.jms.Message (on the classpath now: "
+          + " ConsumerRecord, Spring AMQP's Message, a jakarta.jms.Message, or on an @SqsListener a"
+          + " Spring Message (on the classpath now: "
           + kinds.stream().map(ListenerDeliveries::kind).toList() + ")");
+    }
+    String refusal = kind.refusal(method);
+    if (refusal != null) {
+      throw new IllegalStateException("@Idempotent method " + method.toGenericString() + ": " + refusal);
     }
     String deadLetter = annotation.deadLetter().isEmpty() ? null : annotation.deadLetter();
     return new Binding(index, kind, group, deadLetter);

@@ -57,6 +57,10 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
       kinds.add(new JmsDeliveries(
           () -> beanFactory.getBean(org.springframework.jms.core.JmsTemplate.class)));
     }
+    if (ClassUtils.isPresent("io.awspring.cloud.sqs.annotation.SqsListener", loader)) {
+      kinds.add(new SqsDeliveries(() -> beanFactory.getBean(
+          software.amazon.awssdk.services.sqs.SqsAsyncClient.class)));
+    }
     interceptor = new IdempotentListenerInterceptor(
         () -> beanFactory.getBean(IdemPipelines.class),
         () -> beanFactory.getBean(IdemProperties.class).getConsumerGroup(),

@@ -40,7 +40,7 @@ final class JmsDeliveries implements ListenerDeliveries {
   }
 
   @Override
-  public boolean accepts(Class<?> type) {
+  public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
     return Message.class.isAssignableFrom(type);
   }
 

@@ -43,7 +43,7 @@ final class KafkaDeliveries implements ListenerDeliveries {
   }
 
   @Override
-  public boolean accepts(Class<?> type) {
+  public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
     return ConsumerRecord.class.isAssignableFrom(type);
   }
 

@@ -15,11 +15,19 @@ interface ListenerDeliveries {
   /** The container kind, for messages: {@code kafka}, {@code rabbitmq}, {@code jms}. */
   String kind();
 
-  /** Whether a listener parameter of {@code type} is this kind's native message. */
-  boolean accepts(Class<?> type);
+  /** Whether a parameter of {@code type} of the listener {@code method} is this kind's native message. */
+  boolean accepts(java.lang.reflect.Method method, Class<?> type);
 
   /** Whether a listener parameter of {@code type} would let the method acknowledge by itself. */
   boolean acknowledgesByItself(Class<?> type);
+
+  /**
+   * Why {@code method}'s own listener settings would acknowledge before Idem's commit, or {@code
+   * null} when they would not.
+   */
+  default @Nullable String refusal(java.lang.reflect.Method method) {
+    return null;
+  }
 
   /** Identifies the delivery across redeliveries (Kafka topic-partition@offset, a message id). */
   String deliveryId(Object message);

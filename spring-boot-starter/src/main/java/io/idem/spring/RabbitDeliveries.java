@@ -35,7 +35,7 @@ final class RabbitDeliveries implements ListenerDeliveries {
   }
 
   @Override
-  public boolean accepts(Class<?> type) {
+  public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
     return Message.class.isAssignableFrom(type);
   }
 

@@ -126,6 +126,19 @@ class IdemAutoConfigurationIT {
             .hasMessageContaining("AcknowledgeMode.NONE"));
   }
 
+  @Test
+  void anSqsListenerThatDeletesFailedMessagesIsRefused() {
+    runner.withBean(DeletingSqsListener.class).run(context ->
+        assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("acknowledgementMode ALWAYS"));
+  }
+
+  static class DeletingSqsListener {
+    @io.awspring.cloud.sqs.annotation.SqsListener(value = "never-consumed", acknowledgementMode = "ALWAYS")
+    @Idempotent(consumerGroup = "billing")
+    public void on(org.springframework.messaging.Message<String> message) {}
+  }
+
   static class AcknowledgingListener {
     @KafkaListener(topics = "never-consumed", autoStartup = "false")
     @Idempotent(consumerGroup = "billing")
