@@ -27,12 +27,15 @@ abstract class DropInListenerContract {
   @Autowired DropInTestSupport.Payments payments;
   @Autowired DropInTestSupport.Outcomes outcomes;
   @Autowired SpringTransactionStore store;
+  @Autowired DropInTestSupport.DeadLetterInbox deadLetters;
 
   /** Sends {@code body} with the idempotency key {@code key} to the listener's source. */
   abstract void send(String key, String body);
 
   /** The headers of the dead letter of {@code key}, or {@code null} while there is none. */
-  abstract @Nullable Map<String, String> deadLetter(String key);
+  private @Nullable Map<String, String> deadLetter(String key) {
+    return deadLetters.of(key);
+  }
 
   private static String newKey() {
     return "k-" + UUID.randomUUID();

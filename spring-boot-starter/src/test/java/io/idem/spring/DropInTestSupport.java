@@ -71,8 +71,28 @@ final class DropInTestSupport {
     }
 
     @Bean
+    DeadLetterInbox deadLetterInbox() {
+      return new DeadLetterInbox();
+    }
+
+    @Bean
     Payments payments(JdbcTemplate jdbc) {
       return new Payments(jdbc);
+    }
+  }
+
+  /** The dead letters each test's dead-letter listener read, by idempotency key, with their headers. */
+  static final class DeadLetterInbox {
+    private final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+
+    void received(@Nullable String key, Map<String, String> headers) {
+      if (key != null) {
+        byKey.put(key, Map.copyOf(headers));
+      }
+    }
+
+    @Nullable Map<String, String> of(String key) {
+      return byKey.get(key);
     }
   }
 

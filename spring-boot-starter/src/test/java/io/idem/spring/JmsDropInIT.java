@@ -10,7 +10,6 @@ import java.util.Enumeration;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
@@ -54,7 +53,6 @@ class JmsDropInIT extends DropInListenerContract {
   }
 
   @Autowired JmsTemplate template;
-  @Autowired DeadLetters deadLetters;
 
   @Override
   void send(String key, String body) {
@@ -63,11 +61,6 @@ class JmsDropInIT extends DropInListenerContract {
       message.setStringProperty(JmsHeaderNames.DEFAULT_KEY_PROPERTY, key);
       return message;
     });
-  }
-
-  @Override
-  @Nullable Map<String, String> deadLetter(String key) {
-    return deadLetters.byKey.get(key);
   }
 
   @SpringBootConfiguration
@@ -93,7 +86,7 @@ class JmsDropInIT extends DropInListenerContract {
 
   /** Reads the dead-letter queue, as an operator's tool would; names as Idem's headers. */
   static class DeadLetters {
-    final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+    @Autowired DropInTestSupport.DeadLetterInbox inbox;
 
     @JmsListener(destination = "${test.queue}.dlq")
     public void onDeadLetter(Message message) throws JMSException {
@@ -103,7 +96,7 @@ class JmsDropInIT extends DropInListenerContract {
         String name = (String) names.nextElement();
         headers.put(JmsHeaderNames.toHeaderName(name), String.valueOf(message.getObjectProperty(name)));
       }
-      byKey.put(message.getStringProperty(JmsHeaderNames.DEFAULT_KEY_PROPERTY), headers);
+      inbox.received(message.getStringProperty(JmsHeaderNames.DEFAULT_KEY_PROPERTY), headers);
     }
   }
 }

@@ -9,7 +9,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
@@ -57,7 +56,6 @@ class KafkaDropInIT extends DropInListenerContract {
   }
 
   @Autowired KafkaTemplate<String, String> template;
-  @Autowired DeadLetters deadLetters;
 
   @Override
   void send(String key, String body) {
@@ -68,11 +66,6 @@ class KafkaDropInIT extends DropInListenerContract {
     } catch (Exception e) {
       throw new AssertionError("could not send to " + TOPIC, e);
     }
-  }
-
-  @Override
-  @Nullable Map<String, String> deadLetter(String key) {
-    return deadLetters.byKey.get(key);
   }
 
   @SpringBootConfiguration
@@ -100,7 +93,7 @@ class KafkaDropInIT extends DropInListenerContract {
 
   /** Reads the dead-letter topic, as an operator's tool would. */
   static class DeadLetters {
-    final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+    @Autowired DropInTestSupport.DeadLetterInbox inbox;
 
     @KafkaListener(topics = "${test.topic}.DLT", groupId = "${test.topic}-dlt")
     public void onDeadLetter(ConsumerRecord<String, String> record) {
@@ -108,7 +101,7 @@ class KafkaDropInIT extends DropInListenerContract {
       for (Header header : record.headers()) {
         headers.put(header.key(), new String(header.value(), StandardCharsets.UTF_8));
       }
-      byKey.put(record.key(), headers);
+      inbox.received(record.key(), headers);
     }
   }
 }

@@ -6,7 +6,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jspecify.annotations.Nullable;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.core.Queue;
@@ -52,7 +51,6 @@ class RabbitDropInIT extends DropInListenerContract {
   }
 
   @Autowired RabbitTemplate template;
-  @Autowired DeadLetters deadLetters;
 
   @Override
   void send(String key, String body) {
@@ -60,11 +58,6 @@ class RabbitDropInIT extends DropInListenerContract {
     properties.setMessageId(UUID.randomUUID().toString());
     properties.setHeader("idempotency-key", key);
     template.send("", QUEUE, new Message(body.getBytes(StandardCharsets.UTF_8), properties));
-  }
-
-  @Override
-  @Nullable Map<String, String> deadLetter(String key) {
-    return deadLetters.byKey.get(key);
   }
 
   @SpringBootConfiguration
@@ -96,13 +89,13 @@ class RabbitDropInIT extends DropInListenerContract {
 
   /** Reads the dead-letter queue, as an operator's tool would. */
   static class DeadLetters {
-    final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+    @Autowired DropInTestSupport.DeadLetterInbox inbox;
 
     @RabbitListener(queues = "${test.queue}.dlq")
     public void onDeadLetter(Message message) {
       Map<String, String> headers = new ConcurrentHashMap<>();
       message.getMessageProperties().getHeaders().forEach((k, v) -> headers.put(k, String.valueOf(v)));
-      byKey.put(headers.get("idempotency-key"), headers);
+      inbox.received(headers.get("idempotency-key"), headers);
     }
   }
 }

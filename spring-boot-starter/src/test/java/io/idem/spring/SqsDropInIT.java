@@ -6,7 +6,6 @@ import io.idem.fixtures.SqsFixture;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
@@ -57,17 +56,11 @@ class SqsDropInIT extends DropInListenerContract {
   }
 
 
-  @Autowired DeadLetters deadLetters;
 
   @Override
   void send(String key, String body) {
     client.sendMessage(r -> r.queueUrl(queueUrl).messageBody(body).messageAttributes(Map.of(
         "idempotency-key", MessageAttributeValue.builder().dataType("String").stringValue(key).build())));
-  }
-
-  @Override
-  @Nullable Map<String, String> deadLetter(String key) {
-    return deadLetters.byKey.get(key);
   }
 
   @SpringBootConfiguration
@@ -98,13 +91,13 @@ class SqsDropInIT extends DropInListenerContract {
 
   /** Reads the dead-letter queue, as an operator's tool would. */
   static class DeadLetters {
-    final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+    @Autowired DropInTestSupport.DeadLetterInbox inbox;
 
     @SqsListener(value = "${test.queue}" + SqsDeliveries.DEAD_LETTER_SUFFIX, pollTimeoutSeconds = "1")
     public void onDeadLetter(Message<String> message) {
       Map<String, String> headers = new ConcurrentHashMap<>();
       sourceData(message).messageAttributes().forEach((k, v) -> headers.put(k, v.stringValue()));
-      byKey.put(headers.get("idem-idempotency-key"), headers);
+      inbox.received(headers.get("idem-idempotency-key"), headers);
     }
   }
 
