@@ -1,0 +1,149 @@
+package io.idem.spring;
+
+import io.idem.IdempotencyKeyExtractor;
+import io.idem.IdempotencyListener;
+import io.idem.IdempotentConsumer;
+import io.idem.KeyedMessageHandler;
+import io.idem.MessageHandler;
+import io.idem.StoreHealth;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.apache.ibatis.session.SqlSession;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The Idem pipelines of the application, one per consumer group, all on the one {@link
+ * SpringTransactionStore} and configured from {@link IdemProperties} (key extraction, retry
+ * policy) — built on first use and kept. Each pipeline's handler runs the {@link
+ * MessageHandler} the caller passes to {@link #handlerScope}, so one pipeline serves every
+ * listener method of its group.
+ *
+ * <p>Thread-safe.
+ */
+public final class IdemPipelines {
+  private static final ThreadLocal<@Nullable MessageHandler<SqlSession>> CURRENT = new ThreadLocal<>();
+
+  private final SpringTransactionStore store;
+  private final IdemProperties properties;
+  private final Function<String, @Nullable IdempotencyListener> listeners;
+  private final Map<String, IdempotentConsumer<SqlSession>> pipelines = new ConcurrentHashMap<>();
+
+  /**
+   * @param listeners the listener of a consumer group ({@code MicrometerIdempotencyListener} when
+   *     the application has a {@code MeterRegistry}), or {@code null} for none
+   */
+  public IdemPipelines(SpringTransactionStore store, IdemProperties properties,
+      Function<String, @Nullable IdempotencyListener> listeners) {
+    this.store = Objects.requireNonNull(store, "store");
+    this.properties = Objects.requireNonNull(properties, "properties");
+    this.listeners = Objects.requireNonNull(listeners, "listeners");
+  }
+
+  /** The store every pipeline runs on. */
+  public SpringTransactionStore store() {
+    return store;
+  }
+
+  /**
+   * The pipeline of {@code consumerGroup}, built on first use.
+   *
+   * @throws IllegalArgumentException when the group is not a valid consumer group
+   */
+  public IdempotentConsumer<SqlSession> pipeline(String consumerGroup) {
+    return pipelines.computeIfAbsent(consumerGroup, this::build);
+  }
+
+  /** The store health of each pipeline built so far, by consumer group. */
+  public Map<String, StoreHealth> storeHealth() {
+    Map<String, StoreHealth> health = new java.util.TreeMap<>();
+    pipelines.forEach((group, pipeline) -> health.put(group, pipeline.storeHealth()));
+    return health;
+  }
+
+  /**
+   * Runs {@code body} with {@code handler} as the handler of every pipeline on this thread, so
+   * that a {@link IdempotentConsumer#process} call inside it runs {@code handler} after the
+   * claim.
+   */
+  static <T> T handlerScope(MessageHandler<SqlSession> handler, java.util.function.Supplier<T> body) {
+    MessageHandler<SqlSession> previous = CURRENT.get();
+    CURRENT.set(handler);
+    try {
+      return body.get();
+    } finally {
+      if (previous == null) {
+        CURRENT.remove();
+      } else {
+        CURRENT.set(previous);
+      }
+    }
+  }
+
+  /**
+   * A new pipeline of {@code consumerGroup} that runs {@code handler} — for a consumer of
+   * {@code idem.consumers.*} — configured like the others ({@code idem.key.*}, {@code
+   * idem.retry.*}, the group's listener). Not cached.
+   *
+   * @param handler a {@link MessageHandler} or {@link KeyedMessageHandler} of {@link SqlSession}
+   * @throws IllegalArgumentException when the group is not a valid consumer group
+   */
+  public IdempotentConsumer<SqlSession> pipeline(String consumerGroup, Object handler) {
+    IdempotentConsumer.Builder<SqlSession> builder = configured(consumerGroup);
+    if (handler instanceof KeyedMessageHandler<?> keyed) {
+      @SuppressWarnings("unchecked")
+      KeyedMessageHandler<SqlSession> typed = (KeyedMessageHandler<SqlSession>) keyed;
+      builder.handler(typed);
+    } else if (handler instanceof MessageHandler<?> plain) {
+      @SuppressWarnings("unchecked")
+      MessageHandler<SqlSession> typed = (MessageHandler<SqlSession>) plain;
+      builder.handler(typed);
+    } else {
+      throw new IllegalArgumentException("the handler of consumer group '" + consumerGroup
+          + "' must be a MessageHandler<SqlSession> or KeyedMessageHandler<SqlSession>, but is a "
+          + handler.getClass().getName());
+    }
+    return builder.build();
+  }
+
+  private IdempotentConsumer<SqlSession> build(String consumerGroup) {
+    return configured(consumerGroup)
+        .handler((message, session) -> {
+          MessageHandler<SqlSession> handler = CURRENT.get();
+          if (handler == null) {
+            throw new IllegalStateException("no @Idempotent listener method is running on this"
+                + " thread for consumer group '" + consumerGroup + "'");
+          }
+          handler.handle(message, session);
+        })
+        .build();
+  }
+
+  private IdempotentConsumer.Builder<SqlSession> configured(String consumerGroup) {
+    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(store)
+        .consumerGroup(consumerGroup)
+        .keyExtractor(keyExtractor())
+        .retryPolicy(properties.getRetry().toPolicy());
+    IdempotencyListener listener = listeners.apply(consumerGroup);
+    if (listener != null) {
+      builder.listener(listener);
+    }
+    return builder;
+  }
+
+  private IdempotencyKeyExtractor keyExtractor() {
+    IdemProperties.Key key = properties.getKey();
+    if (key.getHeader() != null && key.getJsonPointer() != null) {
+      return IdempotencyKeyExtractor.firstOf(IdempotencyKeyExtractor.header(key.getHeader()),
+          IdempotencyKeyExtractor.jsonPointer(key.getJsonPointer()));
+    }
+    if (key.getHeader() != null) {
+      return IdempotencyKeyExtractor.header(key.getHeader());
+    }
+    if (key.getJsonPointer() != null) {
+      return IdempotencyKeyExtractor.jsonPointer(key.getJsonPointer());
+    }
+    return IdempotencyKeyExtractor.defaults();
+  }
+}

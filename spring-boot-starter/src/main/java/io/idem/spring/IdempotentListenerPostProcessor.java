@@ -1,0 +1,92 @@
+package io.idem.spring;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanInitializationException;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Proxies every bean with an {@link Idempotent} method so that the method runs through {@link
+ * IdempotentListenerInterceptor}, and refuses at start-up (a {@link BeanInitializationException}
+ * naming the method) an annotated method that cannot be made idempotent. Ordered before the
+ * listener annotation processors of Spring Kafka, AMQP and JMS (which register the bean they are
+ * given), so they register the proxy.
+ *
+ * <p>Records which container kinds have {@code @Idempotent} methods, for {@link
+ * IdempotentListenerContainerChecks}. Thread-safe after the context started.
+ */
+public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
+  private static final long serialVersionUID = 1L;
+
+  private transient IdempotentListenerInterceptor interceptor;
+  private final transient Set<String> kindsInUse = ConcurrentHashMap.newKeySet();
+
+  public IdempotentListenerPostProcessor() {
+    setProxyTargetClass(true);
+    setBeforeExistingAdvisors(true);
+    setOrder(Ordered.HIGHEST_PRECEDENCE + 100);
+  }
+
+  @Override
+  public void setBeanFactory(BeanFactory beanFactory) {
+    super.setBeanFactory(beanFactory);
+    ClassLoader loader = getClass().getClassLoader();
+    List<ListenerDeliveries> kinds = new ArrayList<>();
+    if (ClassUtils.isPresent("org.springframework.kafka.core.ProducerFactory", loader)) {
+      kinds.add(new KafkaDeliveries(
+          () -> beanFactory.getBean(org.springframework.kafka.core.ProducerFactory.class)));
+    }
+    if (ClassUtils.isPresent("org.springframework.amqp.rabbit.core.RabbitTemplate", loader)) {
+      kinds.add(new RabbitDeliveries(
+          () -> beanFactory.getBean(org.springframework.amqp.rabbit.core.RabbitTemplate.class)));
+    }
+    if (ClassUtils.isPresent("org.springframework.jms.core.JmsTemplate", loader)
+        && ClassUtils.isPresent("io.idem.jms.JmsHeaderNames", loader)) {
+      kinds.add(new JmsDeliveries(
+          () -> beanFactory.getBean(org.springframework.jms.core.JmsTemplate.class)));
+    }
+    if (ClassUtils.isPresent("io.awspring.cloud.sqs.annotation.SqsListener", loader)) {
+      kinds.add(new SqsDeliveries(() -> beanFactory.getBean(
+          software.amazon.awssdk.services.sqs.SqsAsyncClient.class)));
+    }
+    interceptor = new IdempotentListenerInterceptor(
+        () -> beanFactory.getBean(IdemPipelines.class),
+        () -> beanFactory.getBean(IdemProperties.class).getConsumerGroup(),
+        kinds);
+    advisor = new DefaultPointcutAdvisor(
+        new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);
+  }
+
+  /** The kinds ({@code kafka}, {@code rabbitmq}, {@code jms}) with at least one annotated method. */
+  Set<String> kindsInUse() {
+    return Set.copyOf(kindsInUse);
+  }
+
+  @Override
+  public Object postProcessAfterInitialization(Object bean, String beanName) {
+    Class<?> type = AopUtils.getTargetClass(bean);
+    Map<Method, Idempotent> annotated = MethodIntrospector.selectMethods(type,
+        (MethodIntrospector.MetadataLookup<Idempotent>) method ->
+            AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class));
+    for (Method method : annotated.keySet()) {
+      try {
+        kindsInUse.add(interceptor.bind(method).kind().kind());
+      } catch (IllegalStateException e) {
+        throw new BeanInitializationException("bean '" + beanName + "': " + e.getMessage(), e);
+      }
+    }
+    return super.postProcessAfterInitialization(bean, beanName);
+  }
+}

@@ -1,0 +1,108 @@
+package io.idem.spring;
+
+import com.rabbitmq.client.Channel;
+import io.idem.DeadLetterReason;
+import io.idem.InboundMessage;
+import java.time.Instant;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageProperties;
+import org.springframework.amqp.rabbit.core.RabbitTemplate;
+
+/**
+ * {@code @RabbitListener} methods taking Spring AMQP's {@link Message}. The attempt is the quorum
+ * queue's {@code x-delivery-count} plus one when present (RabbitMQ 4 sets it on redeliveries),
+ * else counted in memory. The dead letter is published with the application's {@link
+ * RabbitTemplate} through the default exchange to {@code <queue>.dlq} by default, body and
+ * properties kept, the reason added as headers; with publisher confirms of type {@code SIMPLE} on
+ * the template's connection factory it waits for the broker's confirm (10 s), otherwise the
+ * publish is fire-and-forget (docs/SPRING-BOOT.md, "Limits").
+ */
+final class RabbitDeliveries implements ListenerDeliveries {
+  static final String DEAD_LETTER_SUFFIX = ".dlq";
+
+  private final Supplier<RabbitTemplate> templates;
+
+  RabbitDeliveries(Supplier<RabbitTemplate> templates) {
+    this.templates = templates;
+  }
+
+  @Override
+  public String kind() {
+    return "rabbitmq";
+  }
+
+  @Override
+  public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
+    return Message.class.isAssignableFrom(type);
+  }
+
+  @Override
+  public boolean acknowledgesByItself(Class<?> type) {
+    return Channel.class.isAssignableFrom(type);
+  }
+
+  @Override
+  public String deliveryId(Object message) {
+    MessageProperties properties = ((Message) message).getMessageProperties();
+    String id = properties.getMessageId();
+    return properties.getConsumerQueue() + "/"
+        + (id != null ? id : "sha-" + java.util.Arrays.hashCode(((Message) message).getBody()));
+  }
+
+  @Override
+  public int brokerAttempt(Object message) {
+    Object count = ((Message) message).getMessageProperties().getHeaders().get("x-delivery-count");
+    return count instanceof Number n ? n.intValue() + 1 : 0;
+  }
+
+  @Override
+  public InboundMessage toInbound(Object message, int attempt) {
+    Message amqp = (Message) message;
+    MessageProperties properties = amqp.getMessageProperties();
+    String queue = properties.getConsumerQueue();
+    InboundMessage.Builder builder = InboundMessage.builder(queue == null ? "" : queue,
+            amqp.getBody() == null ? new byte[0] : amqp.getBody())
+        .brokerMessageId(properties.getMessageId())
+        .deliveryAttempt(attempt)
+        .receivedAt(Instant.now())
+        .nativeMessage(amqp);
+    for (Map.Entry<String, @Nullable Object> header : properties.getHeaders().entrySet()) {
+      Object value = header.getValue();
+      if (value instanceof String || value instanceof Number || value instanceof Boolean) {
+        builder.header(header.getKey(), value.toString());
+      } else if (value != null) {
+        builder.undecodableHeader(header.getKey());
+      }
+    }
+    return builder.build();
+  }
+
+  @Override
+  public void deadLetter(Object message, DeadLetterReason reason, @Nullable String destination) {
+    Message amqp = (Message) message;
+    MessageProperties properties = amqp.getMessageProperties();
+    String queue = destination != null ? destination : properties.getConsumerQueue() + DEAD_LETTER_SUFFIX;
+    MessageProperties copied = new MessageProperties();
+    copied.setContentType(properties.getContentType());
+    copied.setContentEncoding(properties.getContentEncoding());
+    copied.setMessageId(properties.getMessageId());
+    copied.setCorrelationId(properties.getCorrelationId());
+    copied.setDeliveryMode(properties.getDeliveryMode());
+    properties.getHeaders().forEach(copied::setHeader);
+    reason.toHeaders().forEach(copied::setHeader);
+    Message copy = new Message(amqp.getBody(), copied);
+    RabbitTemplate template = templates.get();
+    if (template.getConnectionFactory().isSimplePublisherConfirms()) {
+      template.invoke(operations -> {
+        operations.send("", queue, copy);
+        operations.waitForConfirmsOrDie(10_000);
+        return null;
+      });
+    } else {
+      template.send("", queue, copy);
+    }
+  }
+}

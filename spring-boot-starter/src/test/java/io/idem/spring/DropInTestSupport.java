@@ -1,0 +1,146 @@
+package io.idem.spring;
+
+import io.idem.IdempotencyKey;
+import io.idem.IdempotencyListener;
+import io.idem.InboundMessage;
+import io.idem.ProcessingOutcome;
+import io.idem.fixtures.ArtemisFixture;
+import io.idem.fixtures.PostgresFixture;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * What the drop-in listener tests share: a fresh PostgreSQL schema with the application's own
+ * {@code payments} table, the handler's behaviour (write a row with JdbcTemplate, then fail when
+ * the body says so) and a record of what Idem decided per key.
+ */
+final class DropInTestSupport {
+  private DropInTestSupport() {}
+
+  /** The properties every drop-in test application runs with. */
+  static final String[] PROPERTIES = {
+      "spring.main.banner-mode=off",
+      "idem.retry.max-attempts=3",
+      "idem.retry.initial-backoff=10ms",
+      "idem.retry.max-backoff=50ms",
+      "idem.retention.enabled=false"};
+
+  /** The Idem settings above: deliveries of a message that always fails. */
+  static final int MAX_ATTEMPTS = 3;
+
+  /** How long a test waits for what the listener does: generous for a loaded 2-core machine. */
+  static final Duration WAIT = Duration.ofSeconds(45);
+
+  /**
+   * A connection factory of its own on the shared Artemis, for one application context: the
+   * context closes its ConnectionFactory bean, which must not be the fixture's shared one.
+   */
+  static jakarta.jms.ConnectionFactory artemisConnectionFactory() {
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    return new ActiveMQConnectionFactory(artemis.url(), artemis.user(), artemis.password());
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class Beans {
+    @Bean
+    DataSource dataSource() {
+      DataSource pool = PostgresFixture.shared().newSchemaDataSource("spring_dropin");
+      new JdbcTemplate(pool).execute(
+          "CREATE TABLE payments (id text NOT NULL, body text NOT NULL)");
+      return pool;
+    }
+
+    @Bean
+    Outcomes outcomes() {
+      return new Outcomes();
+    }
+
+    @Bean
+    IdemListenerFactory recordingListeners(Outcomes outcomes) {
+      return group -> outcomes;
+    }
+
+    @Bean
+    DeadLetterInbox deadLetterInbox() {
+      return new DeadLetterInbox();
+    }
+
+    @Bean
+    Payments payments(JdbcTemplate jdbc) {
+      return new Payments(jdbc);
+    }
+  }
+
+  /** The dead letters each test's dead-letter listener read, by idempotency key, with their headers. */
+  static final class DeadLetterInbox {
+    private final Map<String, Map<String, String>> byKey = new ConcurrentHashMap<>();
+
+    void received(@Nullable String key, Map<String, String> headers) {
+      if (key != null) {
+        byKey.put(key, Map.copyOf(headers));
+      }
+    }
+
+    @Nullable Map<String, String> of(String key) {
+      return byKey.get(key);
+    }
+  }
+
+  /** What Idem decided, per key, in order. */
+  static final class Outcomes implements IdempotencyListener {
+    private final Map<String, List<ProcessingOutcome>> byKey = new ConcurrentHashMap<>();
+
+    @Override
+    public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
+        ProcessingOutcome outcome, Duration elapsed) {
+      if (key != null) {
+        byKey.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(outcome);
+      }
+    }
+
+    List<ProcessingOutcome> of(String key) {
+      return byKey.getOrDefault(key, List.of());
+    }
+  }
+
+  /**
+   * The listener's business logic: one row in {@code payments} per run, written with the
+   * application's JdbcTemplate; a body starting with {@code poison} then always fails, one
+   * starting with {@code flaky} fails on its first run only.
+   */
+  static final class Payments {
+    private final JdbcTemplate jdbc;
+    private final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+
+    Payments(JdbcTemplate jdbc) {
+      this.jdbc = jdbc;
+    }
+
+    void apply(String key, String body) {
+      int run = runs.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
+      jdbc.update("INSERT INTO payments (id, body) VALUES (?, ?)", key, body);
+      if (body.startsWith("poison") || (body.startsWith("flaky") && run == 1)) {
+        throw new IllegalStateException("injected failure of " + key + " on run " + run);
+      }
+    }
+
+    int runs(String key) {
+      AtomicInteger n = runs.get(key);
+      return n == null ? 0 : n.get();
+    }
+
+    int rows(String key) {
+      return jdbc.queryForObject("SELECT count(*) FROM payments WHERE id = ?", Integer.class, key);
+    }
+  }
+}

@@ -1,0 +1,101 @@
+package io.idem.spring;
+
+import io.idem.fixtures.RabbitFixture;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageProperties;
+import org.springframework.amqp.core.Queue;
+import org.springframework.amqp.rabbit.annotation.RabbitListener;
+import org.springframework.amqp.rabbit.core.RabbitTemplate;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * {@code @Idempotent} on a {@code @RabbitListener} taking Spring AMQP's {@code Message}, on the
+ * local RabbitMQ and PostgreSQL: with Spring Boot's default AcknowledgeMode AUTO the container
+ * acks after the method returned, so after Idem's commit, and requeues when it throws.
+ */
+@SpringBootTest(classes = RabbitDropInIT.App.class, properties = {
+    "spring.main.banner-mode=off",
+    "idem.retry.max-attempts=3",
+    "idem.retry.initial-backoff=10ms",
+    "idem.retry.max-backoff=50ms",
+    "idem.retention.enabled=false",
+    // the container logs each redelivery Idem asks for (an IdempotentRetryException) at WARN
+    "logging.level.org.springframework.amqp.rabbit=ERROR"})
+class RabbitDropInIT extends DropInListenerContract {
+  static final String QUEUE = "spring-dropin-" + UUID.randomUUID();
+
+  @DynamicPropertySource
+  static void rabbit(DynamicPropertyRegistry registry) {
+    // Spring Boot takes the vhost of an address literally; RabbitFixture's URI encodes "/" as %2F
+    URI uri = URI.create(RabbitFixture.shared().uri());
+    String[] user = uri.getRawUserInfo() == null ? new String[] {"guest", "guest"} : uri.getUserInfo().split(":", 2);
+    registry.add("spring.rabbitmq.host", uri::getHost);
+    registry.add("spring.rabbitmq.port", () -> uri.getPort() < 0 ? 5672 : uri.getPort());
+    registry.add("spring.rabbitmq.username", () -> user[0]);
+    registry.add("spring.rabbitmq.password", () -> user.length > 1 ? user[1] : "");
+    registry.add("spring.rabbitmq.virtual-host",
+        () -> uri.getPath() == null || uri.getPath().length() <= 1 ? "/" : uri.getPath().substring(1));
+    registry.add("test.queue", () -> QUEUE);
+  }
+
+  @Autowired RabbitTemplate template;
+
+  @Override
+  void send(String key, String body) {
+    MessageProperties properties = new MessageProperties();
+    properties.setMessageId(UUID.randomUUID().toString());
+    properties.setHeader("idempotency-key", key);
+    template.send("", QUEUE, new Message(body.getBytes(StandardCharsets.UTF_8), properties));
+  }
+
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @Import({DropInTestSupport.Beans.class, BillingListener.class, DeadLetters.class})
+  static class App {
+    /** Deleted by the broker when the test's consumers go: nothing left behind. */
+    @Bean
+    Queue billingQueue() {
+      return new Queue(QUEUE, false, false, true);
+    }
+
+    @Bean
+    Queue deadLetterQueue() {
+      return new Queue(QUEUE + RabbitDeliveries.DEAD_LETTER_SUFFIX, false, false, true);
+    }
+  }
+
+  static class BillingListener {
+    @Autowired DropInTestSupport.Payments payments;
+
+    @RabbitListener(queues = "${test.queue}")
+    @Idempotent(consumerGroup = GROUP)
+    public void onPayment(Message message) {
+      payments.apply((String) message.getMessageProperties().getHeaders().get("idempotency-key"),
+          new String(message.getBody(), StandardCharsets.UTF_8));
+    }
+  }
+
+  /** Reads the dead-letter queue, as an operator's tool would. */
+  static class DeadLetters {
+    @Autowired DropInTestSupport.DeadLetterInbox inbox;
+
+    @RabbitListener(queues = "${test.queue}.dlq")
+    public void onDeadLetter(Message message) {
+      Map<String, String> headers = new ConcurrentHashMap<>();
+      message.getMessageProperties().getHeaders().forEach((k, v) -> headers.put(k, String.valueOf(v)));
+      inbox.received(headers.get("idempotency-key"), headers);
+    }
+  }
+}
