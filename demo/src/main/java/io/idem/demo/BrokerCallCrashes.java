@@ -5,6 +5,7 @@ import io.idem.testkit.CrashPoint;
 import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
 import jakarta.jms.MessageProducer;
+import jakarta.jms.Queue;
 import jakarta.jms.Session;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
@@ -27,6 +28,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import software.amazon.awssdk.services.sqs.SqsClient;
+import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
 
 /**
  * The consumer process's broker clients, wrapped so that the {@link CrashInjector}'s two crash
@@ -40,17 +42,17 @@ import software.amazon.awssdk.services.sqs.SqsClient;
  *   <caption>Where each broker's calls pass the crash points</caption>
  *   <tr><th>broker</th><th>{@code DURING_ACK}</th><th>{@code DEAD_LETTER_COPY_STORED}</th></tr>
  *   <tr><td>Kafka</td><td>{@code KafkaConsumer.commitSync} returned (offsets committed)</td>
- *       <td>the dead-letter {@code KafkaProducer.send} acknowledged ({@code acks=all}), before
+ *       <td>the {@code KafkaProducer.send} to the {@code .DLT} topic acknowledged ({@code acks=all}), before
  *       the offset commit</td></tr>
  *   <tr><td>RabbitMQ</td><td>{@code Channel.basicAck} returned</td>
  *       <td>{@code waitForConfirms} on the dead-letter publish returned true (the copy is
  *       confirmed), before the original's {@code basicAck}</td></tr>
  *   <tr><td>SQS</td><td>{@code DeleteMessage} / {@code DeleteMessageBatch} answered (also a
- *       batch flushed later)</td><td>{@code SendMessage} to the DLQ answered, before the
+ *       batch flushed later)</td><td>{@code SendMessage} to the DLQ's URL answered, before the
  *       original's delete</td></tr>
  *   <tr><td>JMS</td><td>{@code Session.commit()} returned (transacted sessions, the demo's
  *       default); {@code Message.acknowledge()} is not wrapped</td>
- *       <td>{@code MessageProducer.send} of the copy returned in {@code CLIENT_ACKNOWLEDGE} (a
+ *       <td>{@code MessageProducer.send} to the DLQ returned in {@code CLIENT_ACKNOWLEDGE} (a
  *       persistent send the broker confirmed), before {@code acknowledge()}; in a transacted
  *       session the copy and the removal are one commit and the point does not exist</td></tr>
  * </table>
@@ -111,20 +113,22 @@ final class BrokerCallCrashes {
   }
 
   /**
-   * Kafka producers for the adapter's producer factory (it sends only dead-letter copies),
-   * passing DEAD_LETTER_COPY_STORED once the broker acknowledged a copy: the send waits for the
+   * Kafka producers for the adapter's producer factory, passing DEAD_LETTER_COPY_STORED once the
+   * broker acknowledged a copy sent to {@code deadLetterTopic}: the send waits for the
    * acknowledgement itself, then hands the completed future to the adapter.
    */
-  Function<Map<String, Object>, Producer<byte[], byte[]>> kafkaDeadLetterProducers() {
+  Function<Map<String, Object>, Producer<byte[], byte[]>> kafkaDeadLetterProducers(String deadLetterTopic) {
     return properties -> new KafkaProducer<byte[], byte[]>(properties) {
       @Override
       public Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> record) {
-        return stored(super.send(record));
+        Future<RecordMetadata> sent = super.send(record);
+        return record.topic().equals(deadLetterTopic) ? stored(sent) : sent;
       }
 
       @Override
       public Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> record, Callback callback) {
-        return stored(super.send(record, callback));
+        Future<RecordMetadata> sent = super.send(record, callback);
+        return record.topic().equals(deadLetterTopic) ? stored(sent) : sent;
       }
 
       private Future<RecordMetadata> stored(Future<RecordMetadata> sent) {
@@ -178,13 +182,17 @@ final class BrokerCallCrashes {
 
   /**
    * {@code real}, passing DURING_ACK after {@code DeleteMessage} / {@code DeleteMessageBatch} and
-   * DEAD_LETTER_COPY_STORED after {@code SendMessage} (the consumer sends only dead-letter copies).
+   * DEAD_LETTER_COPY_STORED after a {@code SendMessage} to {@code deadLetterQueueUrl}.
    */
-  SqsClient sqs(SqsClient real) {
+  SqsClient sqs(SqsClient real, String deadLetterQueueUrl) {
     return proxy(SqsClient.class, real, (method, args, result) -> {
       switch (method) {
         case "deleteMessage", "deleteMessageBatch" -> settled("SqsClient." + method);
-        case "sendMessage" -> deadLetterCopyStored("SqsClient.sendMessage");
+        case "sendMessage" -> {
+          if (args[0] instanceof SendMessageRequest request && deadLetterQueueUrl.equals(request.queueUrl())) {
+            deadLetterCopyStored("SqsClient.sendMessage");
+          }
+        }
         default -> { }
       }
       return result;
@@ -193,39 +201,40 @@ final class BrokerCallCrashes {
 
   /**
    * Artemis' factory for {@code url} (a subclass, so the adapter still reads the broker's limits)
-   * whose sessions pass DURING_ACK after {@code commit()} and whose producers (on the consumer:
-   * dead-letter copies only) pass DEAD_LETTER_COPY_STORED after {@code send} when the session is
-   * not transacted.
+   * whose sessions pass DURING_ACK after {@code commit()} and whose producers for queue {@code
+   * deadLetterQueue} pass DEAD_LETTER_COPY_STORED after {@code send} when the session is not
+   * transacted (the broker's limits are read with sends of their own, which pass nothing).
    */
   @SuppressWarnings("serial")
-  ActiveMQConnectionFactory jms(String url) {
+  ActiveMQConnectionFactory jms(String url, String deadLetterQueue) {
     return new ActiveMQConnectionFactory(url) {
       @Override
       public Connection createConnection() throws JMSException {
-        return jmsConnection(super.createConnection());
+        return jmsConnection(super.createConnection(), deadLetterQueue);
       }
 
       @Override
       public Connection createConnection(String user, String password) throws JMSException {
-        return jmsConnection(super.createConnection(user, password));
+        return jmsConnection(super.createConnection(user, password), deadLetterQueue);
       }
     };
   }
 
-  private Connection jmsConnection(Connection real) {
+  private Connection jmsConnection(Connection real, String deadLetterQueue) {
     if (Proxy.isProxyClass(real.getClass())) {
       return real; // createConnection() may go through createConnection(user, password)
     }
     return proxy(Connection.class, real, (method, args, result) -> method.equals("createSession")
-        ? jmsSession((Session) result)
+        ? jmsSession((Session) result, deadLetterQueue)
         : result);
   }
 
-  private Session jmsSession(Session real) {
+  private Session jmsSession(Session real, String deadLetterQueue) {
     return proxy(Session.class, real, (method, args, result) -> {
       if (method.equals("commit")) {
         settled("Session.commit");
-      } else if (method.equals("createProducer")) {
+      } else if (method.equals("createProducer") && args[0] instanceof Queue queue
+          && deadLetterQueue.equals(queue.getQueueName())) {
         return proxy(MessageProducer.class, (MessageProducer) result, (m, a, r) -> {
           if (m.equals("send") && !real.getTransacted()) {
             deadLetterCopyStored("MessageProducer.send");

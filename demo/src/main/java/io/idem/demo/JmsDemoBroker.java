@@ -130,7 +130,7 @@ final class JmsDemoBroker implements DemoBroker {
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize,
       @Nullable BrokerCallCrashes crashes) {
-    ConnectionFactory factory = crashes == null || url == null ? connectionFactory() : crashes.jms(url);
+    ConnectionFactory factory = crashes == null || url == null ? connectionFactory() : crashes.jms(url, queue + ".dlq");
     JmsConsumerConfig config = JmsConsumerConfig.builder(factory, queue, queue + ".dlq")
         .sessionMode(JmsSessionMode.valueOf(System.getProperty(SESSION_MODE_PROPERTY, "TRANSACTED")))
         .maxBatchSize(maxBatchSize)

@@ -122,7 +122,7 @@ final class KafkaDemoBroker implements DemoBroker {
     return crashes == null
         ? KafkaIdempotentConsumer.create(config, pipeline)
         : KafkaIdempotentConsumer.create(config, pipeline, crashes.kafkaConsumers(),
-            crashes.kafkaDeadLetterProducers());
+            crashes.kafkaDeadLetterProducers(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX));
   }
 
   /**

@@ -169,15 +169,16 @@ final class SqsDemoBroker implements DemoBroker {
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize,
       @Nullable BrokerCallCrashes crashes) {
+    String deadLetterQueueUrl = url(queue + "-dlq");
     SqsConsumerConfig config = SqsConsumerConfig.builder(url(queue))
         .maxBatchSize(maxBatchSize)
-        .deadLetterQueueUrl(url(queue + "-dlq"))
+        .deadLetterQueueUrl(deadLetterQueueUrl)
         .visibilityTimeout(VISIBILITY)
         .waitTime(Duration.ofSeconds(1))
         .concurrency(4)
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
-    return SqsIdempotentConsumer.create(config, pipeline, crashes == null ? client() : crashes.sqs(client()));
+    return SqsIdempotentConsumer.create(config, pipeline, crashes == null ? client() : crashes.sqs(client(), deadLetterQueueUrl));
   }
 
   /** Deletes go in batches of up to ten ({@code DeleteMessageBatch}, SQS's limit per call). */
