@@ -42,6 +42,11 @@ import org.jspecify.annotations.Nullable;
  * applies the receipts a relay ({@link RelayProcess}) published to that destination into the
  * receipts table. A SIGKILL of this process kills both consumers.
  *
+ * <p>With {@code -Didem.crash.point=} (and {@code -Didem.crash.broker-calls=intercepted}, required
+ * then) a {@link CrashInjector} halts it at that point; the orders' adapter runs on broker clients
+ * wrapped by {@link BrokerCallCrashes}, so {@code DURING_ACK} and {@code DEAD_LETTER_COPY_STORED}
+ * halt inside the acknowledging and dead-letter-storing broker calls.
+ *
  * <p>Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled OrderPaid
  * delivery, one {@code RECEIPT-OUTCOME <outcome> <broker>} line per settled receipt, and
  * {@code STOPPED} after a graceful shutdown (SIGTERM).

@@ -1,6 +1,9 @@
 package io.idem.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.idem.testkit.CrashPoint;
 
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -22,5 +25,14 @@ class LedgerRunTest {
   void crashAfterIsZeroWhenFewOrdersAreLeft() {
     assertThat(LedgerRun.crashAfter(0, 1, new Random(1))).isZero();
     assertThat(LedgerRun.crashAfter(3, 2, new Random(1))).isZero();
+  }
+
+  @Test
+  void crashesWhileDeadLetteringNeedMessagesToDeadLetter() {
+    LedgerRun.Builder run = LedgerRun.builder(DemoBrokers.create("kafka"))
+        .crashPoint(CrashPoint.DEAD_LETTER_COPY_STORED).crashes(1);
+
+    assertThatThrownBy(run::build).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("poison");
+    run.poisonMessages(1).build();
   }
 }

@@ -23,7 +23,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * run with producer duplicates and keyless messages — halting itself ({@code Runtime.halt}) at one
  * of the pipeline's crash points, or SIGKILLed by this JVM at a random moment — and restarted.
  * Afterwards the business table holds every order exactly once, and the dead-letter destination
- * holds every keyless message and nothing else (read back from the broker).
+ * holds every keyless message and nothing else (read back from the broker); after a halt at
+ * {@code DEAD_LETTER_COPY_STORED} also the halted copy: a second copy with the same identifiers.
  *
  * <p>Batch mode ({@code --batch}, {@link #BATCH} messages per transaction) has its own cases: a
  * halt between the database commit of a batch and its acknowledgement on every broker, and (long
