@@ -63,7 +63,7 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  * be built with intercepted broker calls ({@code -Didem.crash.broker-calls=intercepted}), which
  * turns off its helper-thread fallback for {@code DURING_ACK}. Thread-safe, as the injector is.
  */
-final class BrokerCallCrashes {
+public final class BrokerCallCrashes {
   /** Start of the operation named in an {@code IDEM-CRASH} line that a broker call placed: {@value}. */
   static final String OPERATION_PREFIX = "broker-call:";
 

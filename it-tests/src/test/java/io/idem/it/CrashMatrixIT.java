@@ -154,10 +154,11 @@ class CrashMatrixIT {
       // again, a second copy with the same identifiers (wrongDeadLetters counts any other). None
       // of the demo's dead-letter destinations deduplicates (a Kafka topic, a quorum queue, a
       // standard SQS queue, an Artemis queue without duplicate ids), so the halted copy is there
-      // too: proof that the halt came after the copy was stored
+      // too: proof that the halt came after the copy was stored. wrongDeadLetters allows one more
+      // copy per message and crash: a halt also catches other workers between copy and removal
       assertThat(ledger.deadLettered())
-          .as("dead letters: the keyless messages plus one copy per crash at most, at least one (seed %d)", seed)
-          .isBetween((long) KEYLESS + 1, (long) KEYLESS + CRASHES);
+          .as("dead letters: the keyless messages plus at least the halted copy (seed %d)", seed)
+          .isGreaterThan(KEYLESS);
     }
     assertThat(ledger.ok()).isTrue();
   }
