@@ -167,7 +167,7 @@ public final class LedgerRun {
         }
         if (!child.isAlive()) {
           int status = child.waitFor(Duration.ofSeconds(5));
-          String landed = status == CrashInjector.EXIT_STATUS ? landedAt(child) : null;
+          String landed = status == CrashInjector.EXIT_STATUS ? landedAt(child.lines(), crashPoint) : null;
           if (landed != null) {
             crashed++;
             out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself at %s at %,d/%,d orders applied; restarting",
@@ -176,8 +176,10 @@ public final class LedgerRun {
             // an unplanned death is a failure of the run, never restarted away; so is a halt
             // that did not land where planned (another point, or outside the broker call)
             unexpectedExits++;
-            out.accept(tag + "consumer died unplanned (status " + status + "): the run FAILS; last output: "
-                + tail(child));
+            out.accept(tag + "consumer died unplanned (status " + status + (status == CrashInjector.EXIT_STATUS
+                && crashPoint != null ? ", not halted at " + crashPoint + (brokerCallPoint() ? " inside a "
+                + broker.name() + " broker call" : "") : "")
+                + "): the run FAILS; last output: " + tail(child));
             break;
           }
           child = startConsumer(destination, receiptsQueue, group, db, unique, children.size() + 1, crashed, random);
@@ -298,9 +300,13 @@ public final class LedgerRun {
     };
   }
 
+  /** Whether the planned crash point is one the consumer places inside its broker calls. */
+  private boolean brokerCallPoint() {
+    return crashPoint == CrashPoint.DURING_ACK || crashPoint == CrashPoint.DEAD_LETTER_COPY_STORED;
+  }
+
   private String insideBrokerCall() {
-    return crashPoint == CrashPoint.DURING_ACK || crashPoint == CrashPoint.DEAD_LETTER_COPY_STORED
-        ? " (never reached by a " + broker.name() + " broker call)" : "";
+    return brokerCallPoint() ? " (never reached by a " + broker.name() + " broker call)" : "";
   }
 
   /** A relay that pauses for its SIGKILL after a share of the receipts still to publish, while kills are planned. */
@@ -347,17 +353,21 @@ public final class LedgerRun {
   }
 
   /**
-   * Where the child's {@code IDEM-CRASH <point> <where>} line says it halted, when that is the
-   * planned point and, for the points inside broker calls, a broker call ({@link
-   * BrokerCallCrashes#OPERATION_PREFIX}); otherwise {@code null}: the halt was not the planned one.
+   * Where the child's {@code IDEM-CRASH <point> <where>} line (in {@code lines}) says it halted,
+   * when that is {@code planned} and, for the points inside broker calls, a broker call ({@link
+   * BrokerCallCrashes#OPERATION_PREFIX}); otherwise {@code null}: the halt was not the planned one
+   * (another point, a helper thread's halt naming a key, or no point planned at all).
    */
-  private @Nullable String landedAt(ChildJvm child) {
-    String prefix = "IDEM-CRASH " + Objects.requireNonNull(crashPoint, "crashPoint").name() + " ";
-    boolean insideBrokerCall = crashPoint == CrashPoint.DURING_ACK || crashPoint == CrashPoint.DEAD_LETTER_COPY_STORED;
-    return child.lines().stream().filter(l -> l.startsWith(prefix)).findFirst()
+  static @Nullable String landedAt(List<String> lines, @Nullable CrashPoint planned) {
+    if (planned == null) {
+      return null; // SIGKILLs only: a consumer that halted itself was not planned to
+    }
+    String prefix = "IDEM-CRASH " + planned.name() + " ";
+    boolean insideBrokerCall = planned == CrashPoint.DURING_ACK || planned == CrashPoint.DEAD_LETTER_COPY_STORED;
+    return lines.stream().filter(l -> l.startsWith(prefix)).findFirst()
         .map(l -> l.substring(prefix.length()))
         .filter(where -> !insideBrokerCall || where.startsWith(BrokerCallCrashes.OPERATION_PREFIX))
-        .map(where -> crashPoint + " " + (insideBrokerCall
+        .map(where -> planned + " " + (insideBrokerCall
             ? "inside " + where.substring(BrokerCallCrashes.OPERATION_PREFIX.length()) : "(key " + where + ")"))
         .orElse(null);
   }
