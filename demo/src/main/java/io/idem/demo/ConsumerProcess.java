@@ -42,6 +42,11 @@ import org.jspecify.annotations.Nullable;
  * applies the receipts a relay ({@link RelayProcess}) published to that destination into the
  * receipts table. A SIGKILL of this process kills both consumers.
  *
+ * <p>With {@code -Didem.crash.point=} (and {@code -Didem.crash.broker-calls=intercepted}, required
+ * then) a {@link CrashInjector} halts it at that point; the orders' adapter runs on broker clients
+ * wrapped by {@link BrokerCallCrashes}, so {@code DURING_ACK} and {@code DEAD_LETTER_COPY_STORED}
+ * halt inside the acknowledging and dead-letter-storing broker calls.
+ *
  * <p>Prints {@code READY}, one {@code OUTCOME <outcome> <broker>} line per settled OrderPaid
  * delivery, one {@code RECEIPT-OUTCOME <outcome> <broker>} line per settled receipt, and
  * {@code STOPPED} after a graceful shutdown (SIGTERM).
@@ -127,6 +132,7 @@ public final class ConsumerProcess {
     DemoDatabase db = DemoDatabase.open(required(options, "schema"), 4 * (brokerNames.size() + (receipts != null ? 1 : 0)));
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(db.sessions()).build();
     CrashInjector crashes = CrashInjector.fromSystemProperties();
+    BrokerCallCrashes brokerCalls = brokerCallCrashes(crashes);
     int maxBatchSize = Integer.parseInt(options.getOrDefault("batch", "1"));
     List<DemoBroker> brokers = new ArrayList<>();
     List<BrokerConsumer> consumers = new ArrayList<>();
@@ -135,8 +141,9 @@ public final class ConsumerProcess {
       DemoBroker broker = DemoBrokers.forConsumer(brokerNames.get(i), options);
       brokers.add(broker);
       String receiptsDestination = receipts == null ? null : broker.outboxDestination(receipts);
+      // only the orders' consumer passes the crash points, the receipts' consumer runs unwrapped
       consumers.add(broker.consumer(destinations.get(i), pipeline(store, group, broker.name(), crashes,
-          receiptsDestination), maxBatchSize));
+          receiptsDestination), maxBatchSize, brokerCalls));
       if (receipts != null) {
         consumers.add(broker.consumer(receipts, receiptsPipeline(store, group + RECEIPTS_GROUP_SUFFIX,
             broker.name()), maxBatchSize));
@@ -159,6 +166,24 @@ public final class ConsumerProcess {
       OUT.flush();
     }
     stopped.await();
+  }
+
+  /**
+   * The wrappers of the orders' broker clients when a crash point is planned: the main job's
+   * consumer places {@code DURING_ACK} and {@code DEAD_LETTER_COPY_STORED} inside broker calls
+   * only, never with the injector's helper-thread fallback, so it must run with {@code
+   * -Didem.crash.broker-calls=intercepted}.
+   */
+  private static @Nullable BrokerCallCrashes brokerCallCrashes(CrashInjector crashes) {
+    String point = System.getProperty("idem.crash.point");
+    if (point == null || point.isBlank()) {
+      return null;
+    }
+    if (!"intercepted".equals(System.getProperty("idem.crash.broker-calls"))) {
+      throw new IllegalArgumentException("-Didem.crash.point=" + point + " needs -Didem.crash.broker-calls=intercepted:"
+          + " this consumer places the crash points inside its broker calls, never from a helper thread");
+    }
+    return new BrokerCallCrashes(crashes);
   }
 
   // One pipeline per broker, all on the same store and consumer group: a key claimed through one

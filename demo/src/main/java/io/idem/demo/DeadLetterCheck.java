@@ -7,11 +7,14 @@ import io.idem.DeadLetterCause;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -39,18 +42,52 @@ final class DeadLetterCheck {
    * are not counted: dead-lettering is at least once (copy first, then remove the original).
    */
   static long wrong(List<DeadLetteredMessage> found, Collection<String> expectedIds) {
+    return wrong(found, expectedIds, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #wrong(List, Collection)}, and also counts as wrong each further copy of an
+   * expected message that is not the consequence dead-lettering at least once allows: a copy
+   * beyond {@code maxCopies} of one message, or a copy whose payload or identifiers (the
+   * adapter's {@value #IDENTIFIER_PREFIX}* headers: Kafka's original topic, partition, offset and
+   * timestamp, JMS's original message id and queue) differ from the first copy's — a second copy
+   * made after a crash between storing the copy and removing the original carries the same ones.
+   */
+  static long wrong(List<DeadLetteredMessage> found, Collection<String> expectedIds, int maxCopies) {
     Set<String> expected = new HashSet<>(expectedIds);
-    Set<String> seen = new HashSet<>();
+    Map<String, DeadLetteredMessage> first = new HashMap<>();
+    Map<String, Integer> copies = new HashMap<>();
     long wrong = 0;
     for (DeadLetteredMessage d : found) {
       String id = idOf(d);
       if (id != null && expected.contains(id) && DeadLetterCause.NO_KEY.name().equals(d.cause())) {
-        seen.add(id);
+        DeadLetteredMessage earlier = first.putIfAbsent(id, d);
+        int n = copies.merge(id, 1, Integer::sum);
+        if (n > maxCopies || (earlier != null && !sameIdentifiers(earlier, d))) {
+          wrong++;
+        }
       } else {
         wrong++;
       }
     }
-    return wrong + (expected.size() - seen.size());
+    return wrong + (expected.size() - first.size());
+  }
+
+  /** Start of the headers that identify the original of a dead-letter copy: {@value}. */
+  static final String IDENTIFIER_PREFIX = "idem-original-";
+
+  private static boolean sameIdentifiers(DeadLetteredMessage a, DeadLetteredMessage b) {
+    return Arrays.equals(a.payload(), b.payload()) && identifiers(a).equals(identifiers(b));
+  }
+
+  private static Map<String, String> identifiers(DeadLetteredMessage d) {
+    Map<String, String> ids = new TreeMap<>();
+    d.headers().forEach((name, value) -> {
+      if (name.startsWith(IDENTIFIER_PREFIX)) {
+        ids.put(name, value);
+      }
+    });
+    return ids;
   }
 
   /** What is wrong, for the log: the unexpected dead letters and the missing ids (at most 10 each). */

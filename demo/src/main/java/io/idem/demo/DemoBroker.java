@@ -3,8 +3,10 @@ package io.idem.demo;
 import io.idem.BrokerConsumer;
 import io.idem.IdempotentConsumer;
 import io.idem.spi.OutboxPublisher;
+import io.idem.testkit.CrashPoint;
 import io.idem.testkit.DeadLetteredMessage;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One broker as the demo drives it. The parent process {@link #start() starts} (or connects to)
@@ -51,6 +53,33 @@ public interface DemoBroker extends AutoCloseable {
       return consumer(destination, pipeline);
     }
     throw new UnsupportedOperationException(name() + " has no batch mode in the main job yet");
+  }
+
+  /**
+   * As {@link #consumer(String, IdempotentConsumer, int)}; with {@code crashes} not null, the
+   * adapter runs on broker clients wrapped by it, so that the crash points inside broker calls
+   * ({@link CrashPoint#DURING_ACK}, {@link CrashPoint#DEAD_LETTER_COPY_STORED}) land in this
+   * broker's acknowledging and dead-letter-storing calls (listed in {@link BrokerCallCrashes}).
+   */
+  BrokerConsumer consumer(String destination, IdempotentConsumer<?> pipeline, int maxBatchSize,
+      @Nullable BrokerCallCrashes crashes);
+
+  /**
+   * The fewest broker calls that pass {@link CrashPoint#DURING_ACK} while {@code messages} more
+   * messages are settled (one per message or batch by default), so that a planned crash after
+   * that many passes is sure to happen.
+   */
+  default long settlingCallsAtLeast(long messages, int maxBatchSize) {
+    return messages / Math.max(1, maxBatchSize);
+  }
+
+  /**
+   * JVM options the consumer process needs for {@code point} to exist on this broker (JMS: a
+   * {@code CLIENT_ACKNOWLEDGE} session for {@link CrashPoint#DEAD_LETTER_COPY_STORED}, where a
+   * transacted session stores the copy and removes the original in one commit); none by default.
+   */
+  default List<String> consumerJvmArgs(CrashPoint point) {
+    return List.of();
   }
 
   /**

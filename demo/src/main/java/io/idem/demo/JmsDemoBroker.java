@@ -11,6 +11,8 @@ import io.idem.jms.JmsHeaderNames;
 import io.idem.jms.JmsIdempotentConsumer;
 import io.idem.jms.JmsInboundMessage;
 import io.idem.jms.JmsOutboxPublisher;
+import io.idem.jms.JmsSessionMode;
+import io.idem.testkit.CrashPoint;
 import io.idem.testkit.DeadLetteredMessage;
 import jakarta.jms.BytesMessage;
 import jakarta.jms.Connection;
@@ -29,6 +31,7 @@ import java.util.Enumeration;
 import java.util.List;
 import java.util.Map;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The demo on JMS: embedded ActiveMQ Artemis (or {@code IDEM_JMS_URL}), a queue with its
@@ -37,6 +40,8 @@ import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
  */
 final class JmsDemoBroker implements DemoBroker {
   private static final int BROKER_MAX_DELIVERY_ATTEMPTS = 100;
+  /** The consumer process's JMS session mode ({@link JmsSessionMode} name): {@value}. */
+  static final String SESSION_MODE_PROPERTY = "idem.demo.jms.session-mode";
   private String url;
 
   JmsDemoBroker(Map<String, String> args) {
@@ -114,13 +119,38 @@ final class JmsDemoBroker implements DemoBroker {
   /** Each worker session holds batches of up to {@code maxBatchSize}. */
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
-    JmsConsumerConfig config = JmsConsumerConfig.builder(connectionFactory(), queue, queue + ".dlq")
+    return consumer(queue, pipeline, maxBatchSize, null);
+  }
+
+  /**
+   * With {@code crashes}: the adapter's connections come from its wrapping Artemis factory. The
+   * session mode is {@code TRANSACTED} unless {@value #SESSION_MODE_PROPERTY} names another
+   * {@link JmsSessionMode} (see {@link #consumerJvmArgs}).
+   */
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize,
+      @Nullable BrokerCallCrashes crashes) {
+    ConnectionFactory factory = crashes == null || url == null ? connectionFactory() : crashes.jms(url, queue + ".dlq");
+    JmsConsumerConfig config = JmsConsumerConfig.builder(factory, queue, queue + ".dlq")
+        .sessionMode(JmsSessionMode.valueOf(System.getProperty(SESSION_MODE_PROPERTY, "TRANSACTED")))
         .maxBatchSize(maxBatchSize)
         .concurrency(4)
         .receiveTimeout(Duration.ofMillis(500))
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
     return JmsIdempotentConsumer.create(config, pipeline);
+  }
+
+  /**
+   * {@code CLIENT_ACKNOWLEDGE} for {@link CrashPoint#DEAD_LETTER_COPY_STORED}: there the copy is a
+   * persistent send the broker confirms, then the original is acknowledged, two operations with
+   * the point between them; in the default transacted session both are one commit.
+   */
+  @Override
+  public List<String> consumerJvmArgs(CrashPoint point) {
+    return point == CrashPoint.DEAD_LETTER_COPY_STORED
+        ? List.of("-D" + SESSION_MODE_PROPERTY + "=" + JmsSessionMode.CLIENT_ACKNOWLEDGE.name())
+        : List.of();
   }
 
   /** Persistent sends on one connection of this broker's factory. */

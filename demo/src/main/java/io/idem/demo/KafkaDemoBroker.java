@@ -32,6 +32,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The demo on Kafka: an in-JVM KRaft broker (or {@code IDEM_KAFKA_BOOTSTRAP}), a 4-partition topic
@@ -106,12 +107,30 @@ final class KafkaDemoBroker implements DemoBroker {
 
   @Override
   public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline, int maxBatchSize) {
+    return consumer(topic, pipeline, maxBatchSize, null);
+  }
+
+  /** With {@code crashes}: the adapter's consumer and dead-letter producer come from its factories. */
+  @Override
+  public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline, int maxBatchSize,
+      @Nullable BrokerCallCrashes crashes) {
     KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrap, topic)
         .consumerProperty("group.instance.id", "idem-demo-consumer")
         .consumerProperty("session.timeout.ms", 10_000)
         .maxBatchSize(maxBatchSize)
         .build();
-    return KafkaIdempotentConsumer.create(config, pipeline);
+    return crashes == null
+        ? KafkaIdempotentConsumer.create(config, pipeline)
+        : KafkaIdempotentConsumer.create(config, pipeline, crashes.kafkaConsumers(),
+            crashes.kafkaDeadLetterProducers(topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX));
+  }
+
+  /**
+   * One: a poll may return every record left, and offsets are committed once per polled batch.
+   */
+  @Override
+  public long settlingCallsAtLeast(long messages, int maxBatchSize) {
+    return Math.min(1, messages);
   }
 
   /** An idempotent producer with {@code acks=all}, as {@link KafkaOutboxPublisher} forces. */

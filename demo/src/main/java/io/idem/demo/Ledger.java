@@ -29,6 +29,7 @@ import org.jspecify.annotations.Nullable;
  * @param wrongDeadLetters keyless messages not found in the dead-letter destination (with cause
  *     {@code NO_KEY}) plus dead letters that are not one of them; a second copy of a keyless
  *     message (a crash between the dead-letter copy and the removal of the original) is not wrong
+ *     when it carries the same payload and {@code idem-original-*} headers, one per crash at most
  * @param crashes consumer crashes that happened
  * @param plannedCrashes consumer crashes planned
  * @param crashPoint where the consumer halted itself, or {@code null} for SIGKILLs from outside

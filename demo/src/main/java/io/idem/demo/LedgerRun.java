@@ -167,15 +167,19 @@ public final class LedgerRun {
         }
         if (!child.isAlive()) {
           int status = child.waitFor(Duration.ofSeconds(5));
-          if (status == CrashInjector.EXIT_STATUS && child.printed("IDEM-CRASH")) {
+          String landed = status == CrashInjector.EXIT_STATUS ? landedAt(child.lines(), crashPoint) : null;
+          if (landed != null) {
             crashed++;
-            out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself %s at %,d/%,d orders applied; restarting",
-                tag, crashed, crashes, crashLine(child), applied, unique));
+            out.accept(String.format(Locale.ROOT, "%scrash %d/%d: consumer halted itself at %s at %,d/%,d orders applied; restarting",
+                tag, crashed, crashes, landed, applied, unique));
           } else {
-            // an unplanned death is a failure of the run, never restarted away
+            // an unplanned death is a failure of the run, never restarted away; so is a halt
+            // that did not land where planned (another point, or outside the broker call)
             unexpectedExits++;
-            out.accept(tag + "consumer died unplanned (status " + status + "): the run FAILS; last output: "
-                + tail(child));
+            out.accept(tag + "consumer died unplanned (status " + status + (status == CrashInjector.EXIT_STATUS
+                && crashPoint != null ? ", not halted at " + crashPoint + (brokerCallPoint() ? " inside a "
+                + broker.name() + " broker call" : "") : "")
+                + "): the run FAILS; last output: " + tail(child));
             break;
           }
           child = startConsumer(destination, receiptsQueue, group, db, unique, children.size() + 1, crashed, random);
@@ -204,8 +208,8 @@ public final class LedgerRun {
           idleSince = idleSince == 0 ? now : idleSince;
           if (now - idleSince > IDLE_BEFORE_GIVING_UP.toNanos()) {
             out.accept(tag + "every message was settled before planned " + (crashed < crashes
-                ? "crash " + (crashed + 1) + "/" + crashes + " at " + crashPoint
-                : "relay crash " + (relayCrashed + 1) + "/" + relayCrashes) + " could happen; stopping");
+                ? "crash " + (crashed + 1) + "/" + crashes + " at " + crashPoint + insideBrokerCall()
+                : "relay crash " + (relayCrashed + 1) + "/" + relayCrashes) + " could happen: the run FAILS");
             break;
           }
         } else {
@@ -223,7 +227,8 @@ public final class LedgerRun {
       }
       ConsumerOutput seen = ConsumerOutput.of(children);
       List<DeadLetteredMessage> deadLetters = broker.readDeadLetters(destination);
-      long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds);
+      // each crash may leave one more copy of a keyless message, with the same identifiers
+      long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds, 1 + crashed);
       if (wrong > 0) {
         out.accept(tag + "dead-letter destination: " + DeadLetterCheck.describe(deadLetters, poisonIds));
       }
@@ -272,10 +277,36 @@ public final class LedgerRun {
     List<String> jvmArgs = new ArrayList<>();
     if (crashPoint != null && crashed < crashes) {
       jvmArgs.add("-Didem.crash.point=" + crashPoint.name());
-      jvmArgs.add("-Didem.crash.after=" + crashAfter(unique - db.ordersApplied(), crashes - crashed, random));
+      jvmArgs.add("-Didem.crash.after=" + crashAfter(passesAtLeast(destination, unique - db.ordersApplied()),
+          crashes - crashed, random));
+      // DURING_ACK and DEAD_LETTER_COPY_STORED inside the consumer's broker calls, never from a helper thread
+      jvmArgs.add("-Didem.crash.broker-calls=intercepted");
+      jvmArgs.addAll(broker.consumerJvmArgs(crashPoint));
     }
     return ConsumerProcess.start("consumer-" + generation, List.of(broker), List.of(destination),
         receipts ? receiptsQueue : null, group, db.schema, maxBatchSize, jvmArgs, out);
+  }
+
+  /**
+   * The fewest passes of the crash point the rest of the run makes: one per order left at the
+   * pipeline's points, the broker's settling calls for them at {@code DURING_ACK}, one per keyless
+   * message not yet dead-lettered at {@code DEAD_LETTER_COPY_STORED}.
+   */
+  private long passesAtLeast(String destination, long ordersLeft) {
+    return switch (Objects.requireNonNull(crashPoint)) {
+      case DURING_ACK -> broker.settlingCallsAtLeast(ordersLeft, maxBatchSize);
+      case DEAD_LETTER_COPY_STORED -> Math.max(0, poisonMessages - broker.deadLettered(destination));
+      default -> ordersLeft;
+    };
+  }
+
+  /** Whether the planned crash point is one the consumer places inside its broker calls. */
+  private boolean brokerCallPoint() {
+    return crashPoint == CrashPoint.DURING_ACK || crashPoint == CrashPoint.DEAD_LETTER_COPY_STORED;
+  }
+
+  private String insideBrokerCall() {
+    return brokerCallPoint() ? " (never reached by a " + broker.name() + " broker call)" : "";
   }
 
   /** A relay that pauses for its SIGKILL after a share of the receipts still to publish, while kills are planned. */
@@ -321,9 +352,24 @@ public final class LedgerRun {
     return floor + (long) (random.nextDouble() * (share - floor));
   }
 
-  private static String crashLine(ChildJvm child) {
-    return child.lines().stream().filter(l -> l.startsWith("IDEM-CRASH")).findFirst()
-        .map(l -> l.substring("IDEM-CRASH ".length()).split(" ")[0]).orElse("?");
+  /**
+   * Where the child's {@code IDEM-CRASH <point> <where>} line (in {@code lines}) says it halted,
+   * when that is {@code planned} and, for the points inside broker calls, a broker call ({@link
+   * BrokerCallCrashes#OPERATION_PREFIX}); otherwise {@code null}: the halt was not the planned one
+   * (another point, a helper thread's halt naming a key, or no point planned at all).
+   */
+  static @Nullable String landedAt(List<String> lines, @Nullable CrashPoint planned) {
+    if (planned == null) {
+      return null; // SIGKILLs only: a consumer that halted itself was not planned to
+    }
+    String prefix = "IDEM-CRASH " + planned.name() + " ";
+    boolean insideBrokerCall = planned == CrashPoint.DURING_ACK || planned == CrashPoint.DEAD_LETTER_COPY_STORED;
+    return lines.stream().filter(l -> l.startsWith(prefix)).findFirst()
+        .map(l -> l.substring(prefix.length()))
+        .filter(where -> !insideBrokerCall || where.startsWith(BrokerCallCrashes.OPERATION_PREFIX))
+        .map(where -> planned + " " + (insideBrokerCall
+            ? "inside " + where.substring(BrokerCallCrashes.OPERATION_PREFIX.length()) : "(key " + where + ")"))
+        .orElse(null);
   }
 
   private static String tail(ChildJvm child) {
@@ -436,6 +482,10 @@ public final class LedgerRun {
       }
       if (poisonMessages < 0) {
         throw new IllegalArgumentException("poisonMessages must be >= 0, but was " + poisonMessages);
+      }
+      if (crashPoint == CrashPoint.DEAD_LETTER_COPY_STORED && crashes > 0 && poisonMessages == 0) {
+        throw new IllegalArgumentException("crashes at DEAD_LETTER_COPY_STORED need poison messages: nothing"
+            + " else is dead-lettered");
       }
       return new LedgerRun(this);
     }

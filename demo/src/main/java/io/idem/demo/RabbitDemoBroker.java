@@ -26,6 +26,7 @@ import java.util.Date;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /** The demo on RabbitMQ: a quorum queue with its dead-letter exchange and queue. */
 final class RabbitDemoBroker implements DemoBroker {
@@ -127,10 +128,26 @@ final class RabbitDemoBroker implements DemoBroker {
   /** Batches of up to {@code maxBatchSize}; the prefetch window holds at least two batches. */
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
-    return RabbitIdempotentConsumer.create(config(queue)
+    return consumer(queue, pipeline, maxBatchSize, null);
+  }
+
+  /** With {@code crashes}: the adapter's connections come from its wrapping factory. */
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize,
+      @Nullable BrokerCallCrashes crashes) {
+    RabbitConsumerConfig config = config(queue)
         .maxBatchSize(maxBatchSize)
         .prefetch(Math.max(50, 2 * maxBatchSize))
-        .connectionName("idem-demo-" + queue).build(), pipeline);
+        .connectionName("idem-demo-" + queue).build();
+    return crashes == null
+        ? RabbitIdempotentConsumer.create(config, pipeline)
+        : RabbitIdempotentConsumer.create(config, pipeline, crashes.rabbit(uri));
+  }
+
+  /** One {@code basicAck} per delivery, also in batch mode. */
+  @Override
+  public long settlingCallsAtLeast(long messages, int maxBatchSize) {
+    return messages;
   }
 
   /** Publisher confirms and {@code mandatory} on the default exchange: the routing key is the queue. */

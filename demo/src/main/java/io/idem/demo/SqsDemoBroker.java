@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
@@ -161,15 +162,29 @@ final class SqsDemoBroker implements DemoBroker {
 
   @Override
   public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize) {
+    return consumer(queue, pipeline, maxBatchSize, null);
+  }
+
+  /** With {@code crashes}: the adapter runs on this broker's client wrapped by it (only this consumer). */
+  @Override
+  public BrokerConsumer consumer(String queue, IdempotentConsumer<?> pipeline, int maxBatchSize,
+      @Nullable BrokerCallCrashes crashes) {
+    String deadLetterQueueUrl = url(queue + "-dlq");
     SqsConsumerConfig config = SqsConsumerConfig.builder(url(queue))
         .maxBatchSize(maxBatchSize)
-        .deadLetterQueueUrl(url(queue + "-dlq"))
+        .deadLetterQueueUrl(deadLetterQueueUrl)
         .visibilityTimeout(VISIBILITY)
         .waitTime(Duration.ofSeconds(1))
         .concurrency(4)
         .shutdownTimeout(Duration.ofSeconds(20))
         .build();
-    return SqsIdempotentConsumer.create(config, pipeline, client());
+    return SqsIdempotentConsumer.create(config, pipeline, crashes == null ? client() : crashes.sqs(client(), deadLetterQueueUrl));
+  }
+
+  /** Deletes go in batches of up to ten ({@code DeleteMessageBatch}, SQS's limit per call). */
+  @Override
+  public long settlingCallsAtLeast(long messages, int maxBatchSize) {
+    return messages / 10;
   }
 
   /** {@link SqsOutboxPublisher} on this broker's client (closed with the broker). */

@@ -46,4 +46,26 @@ class DeadLetterCheckTest {
 
     assertThat(DeadLetterCheck.wrong(found, List.of("a"))).isEqualTo(2);
   }
+
+  private static DeadLetteredMessage copy(Outbound original, String offset) {
+    return new DeadLetteredMessage(Map.of("idem-dead-letter-cause", "NO_KEY", "idem-original-offset", offset,
+        "idem-attempt", offset), original.payload());
+  }
+
+  @Test
+  void aSecondCopyWithTheSameIdentifiersIsRightUpToTheCopiesAllowed() {
+    Outbound a = DeadLetterCheck.keyless("a");
+    List<DeadLetteredMessage> found = List.of(copy(a, "7"), copy(a, "7"));
+
+    assertThat(DeadLetterCheck.wrong(found, List.of("a"), 2)).isZero();
+    assertThat(DeadLetterCheck.wrong(found, List.of("a"), 1)).as("a copy beyond the crashes").isEqualTo(1);
+  }
+
+  @Test
+  void aSecondCopyWithOtherIdentifiersIsWrong() {
+    Outbound a = DeadLetterCheck.keyless("a");
+    List<DeadLetteredMessage> found = List.of(copy(a, "7"), copy(a, "8"));
+
+    assertThat(DeadLetterCheck.wrong(found, List.of("a"), 2)).isEqualTo(1);
+  }
 }

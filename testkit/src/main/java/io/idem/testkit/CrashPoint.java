@@ -23,7 +23,8 @@ public enum CrashPoint {
    * Inside dead-lettering, between the two broker operations: the dead-letter copy was stored
    * (the broker accepted it), the original was not removed yet. Needs a child JVM that wraps its
    * broker client and calls {@link CrashInjector#atBrokerOperation} once the copy is stored; not
-   * possible on JMS, where copy and removal are one transaction.
+   * possible in a transacted JMS session, where copy and removal are one transaction (a {@code
+   * CLIENT_ACKNOWLEDGE} session has it: the persistent send, then {@code acknowledge()}).
    */
   DEAD_LETTER_COPY_STORED
 }
