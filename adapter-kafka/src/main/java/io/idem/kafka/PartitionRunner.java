@@ -203,8 +203,8 @@ final class PartitionRunner {
       KafkaAcknowledgement acknowledgement,
       @Nullable Throwable thrown,
       Actions actions) {
-    String id = idOf(record);
     if (thrown != null) {
+      String id = idOf(record);
       // the acknowledgement failed (e.g. the dead-letter send), or a listener or the key extractor
       // threw something the pipeline does not catch: a failure of this record, never of the loop
       if (acknowledgement.decision() == KafkaAcknowledgement.Decision.NONE) {
@@ -234,6 +234,7 @@ final class PartitionRunner {
           return Ending.RELEASED;
         }
         if (Thread.interrupted()) {
+          String id = idOf(record);
           // not close(): a handler that restored an interrupt it caught. The flag would fail the
           // next poll and end the loop; the record comes back, not counted
           LOG.warn("record {} was handed back because processing left the consumer thread of group {}"
@@ -250,15 +251,16 @@ final class PartitionRunner {
       default -> {
         Duration delay = pipeline.retryPolicy().backoff(attempt);
         LOG.error("the pipeline settled record {} neither way; it stays uncommitted and comes back in {} ms",
-            id, delay.toMillis());
+            idOf(record), delay.toMillis());
         deliverAgain(partition, record, attempt, delay, actions);
         return Ending.STOPPED;
       }
     }
   }
 
+  /** {@code <topic>-<partition>@<offset>}, for the log lines of the paths that are not an ack (built only there). */
   private static String idOf(ConsumerRecord<byte[], byte[]> record) {
-    return record.topic() + "-" + record.partition() + "@" + record.offset();
+    return KafkaInboundMessage.brokerId(record.topic(), record.partition(), record.offset());
   }
 
   /** Commits what is settled, seeks back to {@code record} and pauses its partition for {@code delay}. */

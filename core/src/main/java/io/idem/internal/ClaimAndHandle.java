@@ -42,7 +42,7 @@ final class ClaimAndHandle<C> {
       throws Exception {
     ClaimResult claim = naturallyIdempotent
         ? ClaimResult.CLAIMED
-        : claimed(() -> store.claim(tx, key, fingerprint), "claim of key '" + key.value() + "'");
+        : claimed(() -> store.claim(tx, key, fingerprint), key, -1);
     if (claim == ClaimResult.CLAIMED) {
       handleNew(tx, List.of(new KeyedMessage(key, message)), new Running());
     }
@@ -59,7 +59,7 @@ final class ClaimAndHandle<C> {
       List<InboundMessage> messages, Running running) throws Exception {
     List<ClaimResult> claims = naturallyIdempotent
         ? Collections.nCopies(keys.size(), ClaimResult.CLAIMED)
-        : claimed(() -> store.claimAll(tx, keys, fingerprints), "claim of " + keys.size() + " keys");
+        : claimed(() -> store.claimAll(tx, keys, fingerprints), null, keys.size());
     if (claims.size() != keys.size()) {
       throw new StoreUnavailableException("the store answered " + claims.size() + " claim(s) for "
           + keys.size() + " keys", null);
@@ -117,14 +117,16 @@ final class ClaimAndHandle<C> {
   /**
    * A claim of the store: a failing claim is never the message's fault (missing table,
    * permissions, outage), so anything but a transaction retry is a store outage: retried, never
-   * dead-lettered.
+   * dead-lettered. The message names {@code key}, or else the {@code keys} of a batch (built only
+   * on failure: this runs for every message).
    */
-  private static <T> T claimed(Supplier<T> claim, String what) {
+  private static <T> T claimed(Supplier<T> claim, @Nullable IdempotencyKey key, int keys) {
     try {
       return claim.get();
     } catch (StoreUnavailableException | TransactionRetryException e) {
       throw e;
     } catch (RuntimeException e) {
+      String what = key != null ? "claim of key '" + key.value() + "'" : "claim of " + keys + " keys";
       throw new StoreUnavailableException(what + " failed: " + e, e);
     }
   }

@@ -5,15 +5,25 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** SHA-256 helpers. */
+/** SHA-256 helpers. Thread-safe. */
 public final class Fingerprints {
+  /**
+   * One digest per thread: a {@link MessageDigest} is not thread-safe, and {@code getInstance}
+   * looks the algorithm up in the security providers on every call (a measurable part of the
+   * per-message CPU); {@link MessageDigest#digest(byte[])} resets it after each use.
+   */
+  private static final ThreadLocal<MessageDigest> SHA_256 = ThreadLocal.withInitial(Fingerprints::newSha256);
+
   private Fingerprints() {}
 
   /** SHA-256 of {@code bytes}; 32 bytes. */
   public static byte[] sha256(byte[] bytes) {
+    return SHA_256.get().digest(bytes);
+  }
+
+  private static MessageDigest newSha256() {
     try {
-      // MessageDigest instances are not thread-safe; getInstance is cheap enough per message.
-      return MessageDigest.getInstance("SHA-256").digest(bytes);
+      return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every Java platform must support SHA-256", e);
     }

@@ -84,7 +84,7 @@ public record DecodedHeaders(Map<String, String> text, Set<String> undecodable) 
       }
       return new DecodedHeaders(
           Collections.unmodifiableMap(new LinkedHashMap<>(text)),
-          Collections.unmodifiableSet(new LinkedHashSet<>(undecodable)));
+          undecodable.isEmpty() ? Set.of() : Collections.unmodifiableSet(new LinkedHashSet<>(undecodable)));
     }
   }
 }

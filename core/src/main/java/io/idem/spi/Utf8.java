@@ -22,6 +22,10 @@ public final class Utf8 {
    *     the header in {@link io.idem.InboundMessage#undecodableHeaders()})
    */
   public static @Nullable String decodeStrict(byte[] bytes) {
+    if (isAscii(bytes)) {
+      // every byte below 0x80 is a one-byte UTF-8 sequence: no decoder needed (most header values)
+      return new String(bytes, StandardCharsets.US_ASCII);
+    }
     try {
       return StandardCharsets.UTF_8.newDecoder()
           .onMalformedInput(CodingErrorAction.REPORT)
@@ -31,6 +35,15 @@ public final class Utf8 {
     } catch (CharacterCodingException e) {
       return null;
     }
+  }
+
+  private static boolean isAscii(byte[] bytes) {
+    for (byte b : bytes) {
+      if (b < 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** True when {@code bytes} are well-formed UTF-8. */
