@@ -74,6 +74,17 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
     return Set.copyOf(kindsInUse);
   }
 
+  /**
+   * The {@code @Idempotent} methods of the context's beans, as {@code SimpleClassName.method}, with
+   * their container kind and consumer group, sorted by name.
+   */
+  Map<String, IdempotentListenerInterceptor.Binding> listeners() {
+    Map<String, IdempotentListenerInterceptor.Binding> listeners = new java.util.TreeMap<>();
+    interceptor.bindings().forEach((method, binding) ->
+        listeners.put(method.getDeclaringClass().getSimpleName() + "." + method.getName(), binding));
+    return listeners;
+  }
+
   @Override
   public Object postProcessAfterInitialization(Object bean, String beanName) {
     Class<?> type = AopUtils.getTargetClass(bean);
