@@ -8,14 +8,12 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
 import io.idem.DeadLetterReason;
-import io.idem.IdempotencyKey;
-import io.idem.IdempotencyListener;
-import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.spring.IdemListenerFactory;
+import io.idem.testkit.OutcomeRecorder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -32,7 +29,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -81,7 +77,12 @@ class ShopApplicationIT {
   }
 
   @Autowired JdbcTemplate jdbc;
-  @Autowired Outcomes outcomes;
+  @Autowired OutcomeRecorder recorder;
+
+  /** What Idem decided for {@code key}, in order. */
+  private List<ProcessingOutcome> outcomes(String key) {
+    return recorder.settled().stream().filter(s -> key.equals(s.key())).map(OutcomeRecorder.Settled::outcome).toList();
+  }
 
   @Test
   void anOrderDeliveredTwiceIsRecordedOnceAndAnUnreadableOneIsDeadLettered() throws Exception {
@@ -96,12 +97,12 @@ class ShopApplicationIT {
       }
     }
 
-    await("o-1 twice").atMost(WAIT).until(() -> outcomes.of("o-1").size() == 2);
-    assertThat(outcomes.of("o-1")).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
+    await("o-1 twice").atMost(WAIT).until(() -> outcomes("o-1").size() == 2);
+    assertThat(outcomes("o-1")).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
     assertThat(jdbc.queryForObject("SELECT amount_cents FROM orders WHERE id = 'o-1'", Long.class)).isEqualTo(4200);
 
     Map<String, String> deadLetter = kafkaDeadLetter("o-2");
-    assertThat(outcomes.of("o-2")).endsWith(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(outcomes("o-2")).endsWith(ProcessingOutcome.DEAD_LETTERED);
     assertThat(deadLetter).containsEntry(DeadLetterReason.HEADER_ATTEMPT, "3");
     assertThat(deadLetter.get(DeadLetterReason.HEADER_DETAIL)).contains("forty-two");
     assertThat(jdbc.queryForObject("SELECT count(*) FROM orders WHERE id = 'o-2'", Long.class)).isZero();
@@ -121,15 +122,15 @@ class ShopApplicationIT {
       }
       channel.waitForConfirmsOrDie(30_000);
 
-      await("p-1 twice").atMost(WAIT).until(() -> outcomes.of("p-1").size() == 2);
-      assertThat(outcomes.of("p-1")).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
+      await("p-1 twice").atMost(WAIT).until(() -> outcomes("p-1").size() == 2);
+      assertThat(outcomes("p-1")).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
       assertThat(jdbc.queryForObject("SELECT paid_cents FROM balances WHERE order_id = 'o-7'", Long.class))
           .isEqualTo(500);
 
       GetResponse[] deadLetter = new GetResponse[1];
       await("p-2 in " + QUEUE + ".dlq").atMost(WAIT)
           .until(() -> (deadLetter[0] = channel.basicGet(QUEUE + ".dlq", true)) != null);
-      assertThat(outcomes.of("p-2")).endsWith(ProcessingOutcome.DEAD_LETTERED);
+      assertThat(outcomes("p-2")).endsWith(ProcessingOutcome.DEAD_LETTERED);
       Map<String, Object> headers = deadLetter[0].getProps().getHeaders();
       assertThat(String.valueOf(headers.get(DeadLetterReason.HEADER_KEY))).isEqualTo("p-2");
       assertThat(String.valueOf(headers.get(DeadLetterReason.HEADER_ATTEMPT))).isEqualTo("3");
@@ -182,29 +183,13 @@ class ShopApplicationIT {
     }
 
     @Bean
-    Outcomes outcomes() {
-      return new Outcomes();
+    OutcomeRecorder outcomes() {
+      return new OutcomeRecorder();
     }
 
     @Bean
-    IdemListenerFactory recordingListeners(Outcomes outcomes) {
+    IdemListenerFactory recordingListeners(OutcomeRecorder outcomes) {
       return group -> outcomes;
-    }
-  }
-
-  static final class Outcomes implements IdempotencyListener {
-    private final Map<String, List<ProcessingOutcome>> byKey = new ConcurrentHashMap<>();
-
-    @Override
-    public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
-        ProcessingOutcome outcome, Duration elapsed) {
-      if (key != null) {
-        byKey.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(outcome);
-      }
-    }
-
-    List<ProcessingOutcome> of(String key) {
-      return byKey.getOrDefault(key, List.of());
     }
   }
 }
