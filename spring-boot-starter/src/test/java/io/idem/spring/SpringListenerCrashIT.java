@@ -68,14 +68,7 @@ class SpringListenerCrashIT {
   @Test
   void kafkaListenerHaltedAfterIdemsCommitBeforeTheOffsetCommit() {
     String topic = kafkaTopicWithEvents();
-    String crashedKey;
-    try (ChildJvm victim = child("victim", "kafka", topic, CrashPoint.AFTER_COMMIT, 0)) {
-      crashedKey = plannedCrash(victim);
-    }
-    assertThat(crashedKey).isEqualTo(key(CRASH_AFTER));
-    // Idem's commit happened: the crashed event's row is there, and every one before it
-    assertThat(count(crashedKey)).isEqualTo(1);
-    assertThat(total()).isEqualTo(CRASH_AFTER + 1);
+    String crashedKey = haltAfterIdemsCommit("kafka", topic);
     // the container's acknowledgement did not: the offset is not past the crashed event
     long committed = committedOffset(topic);
     assertThat(committed).as("committed offset").isLessThanOrEqualTo(CRASH_AFTER);
@@ -115,13 +108,7 @@ class SpringListenerCrashIT {
             .headers(Map.<String, Object>of("idempotency-key", key(i)))
             .build(), key(i).getBytes(StandardCharsets.UTF_8));
       }
-      String crashedKey;
-      try (ChildJvm victim = child("victim", "rabbitmq", queue, CrashPoint.AFTER_COMMIT, 0)) {
-        crashedKey = plannedCrash(victim);
-      }
-      assertThat(crashedKey).isEqualTo(key(CRASH_AFTER));
-      assertThat(count(crashedKey)).isEqualTo(1);
-      assertThat(total()).isEqualTo(CRASH_AFTER + 1);
+      String crashedKey = haltAfterIdemsCommit("rabbitmq", queue);
       // the broker requeues what the dead connection had not acknowledged: the crashed event among it
       await("unacknowledged events requeued").atMost(WAIT)
           .until(() -> channel.queueDeclarePassive(queue).getMessageCount() >= EVENTS - CRASH_AFTER);
@@ -155,6 +142,23 @@ class SpringListenerCrashIT {
         assertThat(skipped).contains("IDEM-OUTCOME DUPLICATE " + crashedKey);
       }
     }
+  }
+
+  /**
+   * Runs the application until it halts at the AFTER_COMMIT of event {@value #CRASH_AFTER}, and
+   * checks that Idem's commit happened: the crashed event's row is there, and every one before it.
+   *
+   * @return the crashed event's key
+   */
+  private String haltAfterIdemsCommit(String broker, String source) {
+    String crashedKey;
+    try (ChildJvm victim = child("victim", broker, source, CrashPoint.AFTER_COMMIT, 0)) {
+      crashedKey = plannedCrash(victim);
+    }
+    assertThat(crashedKey).isEqualTo(key(CRASH_AFTER));
+    assertThat(count(crashedKey)).isEqualTo(1);
+    assertThat(total()).isEqualTo(CRASH_AFTER + 1);
+    return crashedKey;
   }
 
   private static String plannedCrash(ChildJvm victim) {
