@@ -132,6 +132,18 @@ public class IdemAutoConfiguration {
     }
   }
 
+  /** {@code idem} in {@code /actuator/info}, when Actuator is there. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.actuate.info.InfoContributor")
+  static class Info {
+    @Bean
+    @ConditionalOnMissingBean(name = "idemInfoContributor")
+    IdemInfoContributor idemInfoContributor(IdemProperties properties,
+        ObjectProvider<IdempotentListenerPostProcessor> listeners) {
+      return new IdemInfoContributor(properties, listeners);
+    }
+  }
+
   /** The Micrometer listener per consumer group, when the application has a MeterRegistry. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(MeterRegistry.class)

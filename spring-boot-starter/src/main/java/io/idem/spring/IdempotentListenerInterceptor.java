@@ -69,6 +69,11 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     return bindings.computeIfAbsent(method, this::newBinding);
   }
 
+  /** The methods bound so far, with their bindings. */
+  Map<Method, Binding> bindings() {
+    return Map.copyOf(bindings);
+  }
+
   private Binding newBinding(Method method) {
     Idempotent annotation = AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class);
     if (annotation == null) {

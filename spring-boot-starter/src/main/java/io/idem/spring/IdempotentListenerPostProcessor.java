@@ -39,27 +39,25 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
     setOrder(Ordered.HIGHEST_PRECEDENCE + 100);
   }
 
+  // each kind is built by its own class, loaded only when its library is present: no lambda here
+  // may name a listener library's type (getDeclaredMethods would fail without it)
   @Override
   public void setBeanFactory(BeanFactory beanFactory) {
     super.setBeanFactory(beanFactory);
     ClassLoader loader = getClass().getClassLoader();
     List<ListenerDeliveries> kinds = new ArrayList<>();
     if (ClassUtils.isPresent("org.springframework.kafka.core.ProducerFactory", loader)) {
-      kinds.add(new KafkaDeliveries(
-          () -> beanFactory.getBean(org.springframework.kafka.core.ProducerFactory.class)));
+      kinds.add(KafkaDeliveries.of(beanFactory));
     }
     if (ClassUtils.isPresent("org.springframework.amqp.rabbit.core.RabbitTemplate", loader)) {
-      kinds.add(new RabbitDeliveries(
-          () -> beanFactory.getBean(org.springframework.amqp.rabbit.core.RabbitTemplate.class)));
+      kinds.add(RabbitDeliveries.of(beanFactory));
     }
     if (ClassUtils.isPresent("org.springframework.jms.core.JmsTemplate", loader)
         && ClassUtils.isPresent("io.idem.jms.JmsHeaderNames", loader)) {
-      kinds.add(new JmsDeliveries(
-          () -> beanFactory.getBean(org.springframework.jms.core.JmsTemplate.class)));
+      kinds.add(JmsDeliveries.of(beanFactory));
     }
     if (ClassUtils.isPresent("io.awspring.cloud.sqs.annotation.SqsListener", loader)) {
-      kinds.add(new SqsDeliveries(() -> beanFactory.getBean(
-          software.amazon.awssdk.services.sqs.SqsAsyncClient.class)));
+      kinds.add(SqsDeliveries.of(beanFactory));
     }
     interceptor = new IdempotentListenerInterceptor(
         () -> beanFactory.getBean(IdemPipelines.class),
@@ -72,6 +70,17 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
   /** The kinds ({@code kafka}, {@code rabbitmq}, {@code jms}) with at least one annotated method. */
   Set<String> kindsInUse() {
     return Set.copyOf(kindsInUse);
+  }
+
+  /**
+   * The {@code @Idempotent} methods of the context's beans, as {@code SimpleClassName.method}, with
+   * their container kind and consumer group, sorted by name.
+   */
+  Map<String, IdempotentListenerInterceptor.Binding> listeners() {
+    Map<String, IdempotentListenerInterceptor.Binding> listeners = new java.util.TreeMap<>();
+    interceptor.bindings().forEach((method, binding) ->
+        listeners.put(method.getDeclaringClass().getSimpleName() + "." + method.getName(), binding));
+    return listeners;
   }
 
   @Override

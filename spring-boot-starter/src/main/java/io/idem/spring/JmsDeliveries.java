@@ -1,5 +1,6 @@
 package io.idem.spring;
 
+import org.springframework.beans.factory.BeanFactory;
 import io.idem.DeadLetterReason;
 import io.idem.InboundMessage;
 import io.idem.jms.JmsHeaderNames;
@@ -29,6 +30,15 @@ final class JmsDeliveries implements ListenerDeliveries {
   static final String DEAD_LETTER_SUFFIX = ".dlq";
 
   private final Supplier<JmsTemplate> templates;
+
+  /**
+   * On the context's {@code JmsTemplate}, looked up at the first dead letter. A factory here, not a
+   * lambda in {@link IdempotentListenerPostProcessor}: a lambda there naming this library's types
+   * would fail that class's introspection when the library is not on the classpath.
+   */
+  static JmsDeliveries of(BeanFactory beans) {
+    return new JmsDeliveries(() -> beans.getBean(JmsTemplate.class));
+  }
 
   JmsDeliveries(Supplier<JmsTemplate> templates) {
     this.templates = templates;

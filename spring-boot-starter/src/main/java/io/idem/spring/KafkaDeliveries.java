@@ -1,5 +1,6 @@
 package io.idem.spring;
 
+import org.springframework.beans.factory.BeanFactory;
 import io.idem.DeadLetterReason;
 import io.idem.InboundMessage;
 import io.idem.spi.Utf8;
@@ -32,6 +33,15 @@ final class KafkaDeliveries implements ListenerDeliveries {
 
   private final Supplier<ProducerFactory<?, ?>> producers;
   private volatile @Nullable KafkaTemplate<byte[], byte[]> template;
+
+  /**
+   * On the context's {@code ProducerFactory}, looked up at the first dead letter. A factory here, not a
+   * lambda in {@link IdempotentListenerPostProcessor}: a lambda there naming this library's types
+   * would fail that class's introspection when the library is not on the classpath.
+   */
+  static KafkaDeliveries of(BeanFactory beans) {
+    return new KafkaDeliveries(() -> beans.getBean(ProducerFactory.class));
+  }
 
   KafkaDeliveries(Supplier<ProducerFactory<?, ?>> producers) {
     this.producers = producers;

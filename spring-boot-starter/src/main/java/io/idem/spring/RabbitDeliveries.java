@@ -1,5 +1,6 @@
 package io.idem.spring;
 
+import org.springframework.beans.factory.BeanFactory;
 import com.rabbitmq.client.Channel;
 import io.idem.DeadLetterReason;
 import io.idem.InboundMessage;
@@ -24,6 +25,15 @@ final class RabbitDeliveries implements ListenerDeliveries {
   static final String DEAD_LETTER_SUFFIX = ".dlq";
 
   private final Supplier<RabbitTemplate> templates;
+
+  /**
+   * On the context's {@code RabbitTemplate}, looked up at the first dead letter. A factory here, not a
+   * lambda in {@link IdempotentListenerPostProcessor}: a lambda there naming this library's types
+   * would fail that class's introspection when the library is not on the classpath.
+   */
+  static RabbitDeliveries of(BeanFactory beans) {
+    return new RabbitDeliveries(() -> beans.getBean(RabbitTemplate.class));
+  }
 
   RabbitDeliveries(Supplier<RabbitTemplate> templates) {
     this.templates = templates;

@@ -1,5 +1,6 @@
 package io.idem.spring;
 
+import org.springframework.beans.factory.BeanFactory;
 import io.awspring.cloud.sqs.annotation.SqsListener;
 import io.awspring.cloud.sqs.listener.SqsHeaders;
 import io.idem.DeadLetterReason;
@@ -34,6 +35,15 @@ final class SqsDeliveries implements ListenerDeliveries {
   private static final int MAX_ATTRIBUTES = 10;
 
   private final Supplier<SqsAsyncClient> clients;
+
+  /**
+   * On the context's {@code SqsAsyncClient}, looked up at the first dead letter. A factory here, not a
+   * lambda in {@link IdempotentListenerPostProcessor}: a lambda there naming this library's types
+   * would fail that class's introspection when the library is not on the classpath.
+   */
+  static SqsDeliveries of(BeanFactory beans) {
+    return new SqsDeliveries(() -> beans.getBean(SqsAsyncClient.class));
+  }
 
   SqsDeliveries(Supplier<SqsAsyncClient> clients) {
     this.clients = clients;

@@ -8,14 +8,18 @@ import io.idem.KeyedMessageHandler;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.KafkaFixture;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.actuate.info.Info;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -30,7 +34,7 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * A consumer from configuration ({@code idem.consumers.billing.*}, Idem's own Kafka adapter) on a
  * handler bean that writes with the application's JdbcTemplate: started with the context, its
- * duplicate skipped, and its health indicator UP.
+ * duplicate skipped, its health indicator UP, and its entry in the info contributor.
  */
 @SpringBootTest(classes = ConfiguredConsumerIT.App.class, properties = {
     "spring.main.banner-mode=off",
@@ -60,6 +64,7 @@ class ConfiguredConsumerIT {
   @Autowired DropInTestSupport.Payments payments;
   @Autowired DropInTestSupport.Outcomes outcomes;
   @Autowired CompositeHealthContributor idemConsumersHealthContributor;
+  @Autowired IdemInfoContributor idemInfo;
 
   @Test
   void aConfiguredConsumerSkipsTheDuplicateAndReportsItsHealth() throws Exception {
@@ -76,6 +81,12 @@ class ConfiguredConsumerIT {
     HealthIndicator billing = (HealthIndicator) idemConsumersHealthContributor.getContributor("billing");
     assertThat(billing.health().getStatus()).isEqualTo(Status.UP);
     assertThat(billing.health().getDetails()).containsEntry("storeAvailable", true);
+    Info.Builder info = new Info.Builder();
+    idemInfo.contribute(info);
+    assertThat(info.build().get("idem")).asInstanceOf(InstanceOfAssertFactories.MAP)
+        .containsEntry("consumerGroups", List.of(DropInListenerContract.GROUP))
+        .containsEntry("consumers", Map.of("billing",
+            Map.of("broker", "kafka", "source", TOPIC, "consumerGroup", DropInListenerContract.GROUP)));
   }
 
   @SpringBootConfiguration

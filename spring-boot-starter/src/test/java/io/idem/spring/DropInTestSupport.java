@@ -6,6 +6,8 @@ import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.fixtures.RabbitFixture;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +50,23 @@ final class DropInTestSupport {
   static jakarta.jms.ConnectionFactory artemisConnectionFactory() {
     ArtemisFixture artemis = ArtemisFixture.shared();
     return new ActiveMQConnectionFactory(artemis.url(), artemis.user(), artemis.password());
+  }
+
+  /**
+   * Spring Boot's {@code spring.rabbitmq.*} for the fixtures' RabbitMQ. Spring Boot takes the vhost
+   * of an address literally, and RabbitFixture's URI encodes "/" as %2F: so host, port, user and
+   * vhost one by one.
+   */
+  static Map<String, String> rabbitProperties() {
+    URI uri = URI.create(RabbitFixture.shared().uri());
+    String[] user = uri.getRawUserInfo() == null ? new String[] {"guest", "guest"} : uri.getUserInfo().split(":", 2);
+    return Map.of(
+        "spring.rabbitmq.host", uri.getHost(),
+        "spring.rabbitmq.port", String.valueOf(uri.getPort() < 0 ? 5672 : uri.getPort()),
+        "spring.rabbitmq.username", user[0],
+        "spring.rabbitmq.password", user.length > 1 ? user[1] : "",
+        "spring.rabbitmq.virtual-host",
+        uri.getPath() == null || uri.getPath().length() <= 1 ? "/" : uri.getPath().substring(1));
   }
 
   @Configuration(proxyBeanMethods = false)

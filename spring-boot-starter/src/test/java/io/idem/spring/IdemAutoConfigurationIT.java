@@ -10,6 +10,8 @@ import io.idem.fixtures.PostgresFixture;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import jakarta.jms.ConnectionFactory;
+import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterAll;
@@ -17,11 +19,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.rabbit.annotation.RabbitListener;
+import org.springframework.boot.actuate.info.Info;
+import org.springframework.boot.actuate.info.InfoContributor;
 import org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.jms.autoconfigure.JmsAutoConfiguration;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
 import org.springframework.jms.annotation.JmsListener;
@@ -92,6 +97,26 @@ class IdemAutoConfigurationIT {
   }
 
   @Test
+  @SuppressWarnings("unchecked")
+  void theInfoContributorNamesTheVersionTheListenersAndTheirConsumerGroups() {
+    runner.withBean(KafkaBilling.class).run(context -> {
+      Info.Builder builder = new Info.Builder();
+      context.getBean(IdemInfoContributor.class).contribute(builder);
+      Map<String, Object> idem = (Map<String, Object>) builder.build().get("idem");
+      assertThat((String) idem.get("version")).matches("\\d+\\.\\d+\\.\\d+.*");
+      assertThat(idem).containsEntry("consumerGroups", List.of("billing"))
+          .containsEntry("listeners", Map.of("KafkaBilling.on", Map.of("kind", "kafka", "consumerGroup", "billing")))
+          .containsEntry("consumers", Map.of());
+    });
+  }
+
+  @Test
+  void withoutActuatorThereIsNoInfoContributor() {
+    runner.withClassLoader(new FilteredClassLoader(InfoContributor.class)).run(context ->
+        assertThat(context).hasNotFailed().doesNotHaveBean(IdemInfoContributor.class));
+  }
+
+  @Test
   void aListenerThatCouldAcknowledgeItselfIsRefused() {
     runner.withBean(AcknowledgingListener.class).run(context ->
         assertThat(context).getFailure().rootCause()
@@ -137,6 +162,12 @@ class IdemAutoConfigurationIT {
     @io.awspring.cloud.sqs.annotation.SqsListener(value = "never-consumed", acknowledgementMode = "ALWAYS")
     @Idempotent(consumerGroup = "billing")
     public void on(org.springframework.messaging.Message<String> message) {}
+  }
+
+  static class KafkaBilling {
+    @KafkaListener(topics = "never-consumed", autoStartup = "false")
+    @Idempotent(consumerGroup = "billing")
+    public void on(ConsumerRecord<String, String> record) {}
   }
 
   static class AcknowledgingListener {

@@ -1,7 +1,5 @@
 package io.idem.spring;
 
-import io.idem.fixtures.RabbitFixture;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.UUID;
@@ -38,15 +36,7 @@ class RabbitDropInIT extends DropInListenerContract {
 
   @DynamicPropertySource
   static void rabbit(DynamicPropertyRegistry registry) {
-    // Spring Boot takes the vhost of an address literally; RabbitFixture's URI encodes "/" as %2F
-    URI uri = URI.create(RabbitFixture.shared().uri());
-    String[] user = uri.getRawUserInfo() == null ? new String[] {"guest", "guest"} : uri.getUserInfo().split(":", 2);
-    registry.add("spring.rabbitmq.host", uri::getHost);
-    registry.add("spring.rabbitmq.port", () -> uri.getPort() < 0 ? 5672 : uri.getPort());
-    registry.add("spring.rabbitmq.username", () -> user[0]);
-    registry.add("spring.rabbitmq.password", () -> user.length > 1 ? user[1] : "");
-    registry.add("spring.rabbitmq.virtual-host",
-        () -> uri.getPath() == null || uri.getPath().length() <= 1 ? "/" : uri.getPath().substring(1));
+    DropInTestSupport.rabbitProperties().forEach((name, value) -> registry.add(name, () -> value));
     registry.add("test.queue", () -> QUEUE);
   }
 
