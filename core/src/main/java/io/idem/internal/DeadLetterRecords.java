@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The pipeline's side of {@link ProcessedEventStore#recordDeadLetter}: the decision committed
  * before the copy is stored, and read back when a duplicate claim may be a dead-lettered message
- * come back (docs/FAILURES.md, "Dead-lettering twice"). A store failure here never stops a dead
+ * come back (a CONFLICT claim: docs/FAILURES.md, "Dead-lettering twice"). A store failure here never stops a dead
  * letter: recording is worth having, not worth holding a message for. Thread-safe.
  */
 final class DeadLetterRecords {
@@ -38,8 +38,8 @@ final class DeadLetterRecords {
       return;
     }
     try {
-      boolean recorded = store.recordDeadLetter(key, Fingerprints.sha256(message.payload()),
-          DeadLetterDecision.of(reason, message.brokerMessageId()));
+      boolean recorded =
+          store.recordDeadLetter(key, DeadLetterDecision.of(reason, message.brokerMessageId()));
       LOG.debug("dead-letter decision for key '{}' {}", key.value(),
           recorded ? "recorded" : "not recorded (the store keeps none, or the key was processed)");
     } catch (RuntimeException e) {

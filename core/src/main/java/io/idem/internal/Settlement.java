@@ -59,7 +59,7 @@ final class Settlement {
       ClaimResult claim,
       Acknowledgement acknowledgement,
       long start) {
-    if (claim != ClaimResult.CLAIMED) {
+    if (claim == ClaimResult.CONFLICT) { // a dead-letter marker answers CONFLICT to every claim
       DeadLetterDecision decision = deadLetters.find(message, key);
       if (decision != null) {
         return decided(message, key, decision, acknowledgement, start);

@@ -24,9 +24,31 @@ public record DeadLetterDecision(
     @Nullable String exceptionClass,
     @Nullable String brokerMessageId) {
 
+  private static final byte[] MARKER_FINGERPRINT = markerFingerprint("idem:dead-letter-marker");
+
   public DeadLetterDecision {
     Objects.requireNonNull(cause, "cause");
     Objects.requireNonNull(detail, "detail");
+  }
+
+  /**
+   * The payload fingerprint a store writes in a dead-letter marker instead of the payload's: the
+   * SHA-256 of {@code "idem:dead-letter-marker"}, which no payload's fingerprint equals, so that
+   * every later {@link ProcessedEventStore#claim} of the key answers {@link ClaimResult#CONFLICT}
+   * and the pipeline asks for the decision only then, never on the hot duplicate path. A new array
+   * on each call.
+   */
+  public static byte[] markerFingerprint() {
+    return MARKER_FINGERPRINT.clone();
+  }
+
+  private static byte[] markerFingerprint(String text) {
+    try {
+      return java.security.MessageDigest.getInstance("SHA-256")
+          .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JVM", e); // every JVM has it
+    }
   }
 
   /** The decision of {@code reason} for the delivery {@code brokerMessageId}. */

@@ -162,30 +162,30 @@ public interface ProcessedEventStore<C> {
    * marker is written with that outcome (docs/STORE.md, "Dead-letter decisions"), so that when the
    * original comes back because the process died (or the offset commit failed) after the copy and
    * before the original was removed, {@link #deadLetterDecision} settles it without running the
-   * handler. The marker then makes {@link #claim} answer {@link ClaimResult#DUPLICATE} (or {@link
-   * ClaimResult#CONFLICT}) for the key, as any marker does, while {@link #isProcessed} stays
-   * {@code false}; retention purges it like any marker. A marker of a processed key is never
+   * handler. The marker holds {@link DeadLetterDecision#markerFingerprint()} instead of the
+   * payload's fingerprint, so that every later {@link #claim} (and {@link #claimAll}) of the key
+   * answers {@link ClaimResult#CONFLICT} whatever the payload — the pipeline asks {@link
+   * #deadLetterDecision} only after a CONFLICT, so a duplicate costs nothing more — while {@link
+   * #isProcessed} stays {@code false}; retention purges it like any marker. A marker of a processed key is never
    * changed (the key was applied meanwhile, by another instance).
    *
    * <p>The default records nothing and returns {@code false}: a redelivery after such a crash is
    * then processed again (the handler runs, and a second copy may be stored).
    *
    * @param key the key of the message being dead-lettered
-   * @param payloadFingerprint SHA-256 of its payload, 32 bytes
    * @param decision the reason and the delivery's broker id
    * @return whether the decision is recorded
    * @throws StoreUnavailableException when the database cannot be reached
    * @throws RuntimeException on any other database failure
    */
-  default boolean recordDeadLetter(
-      IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
+  default boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
     return false;
   }
 
   /**
    * The dead-letter decision {@link #recordDeadLetter} recorded for {@code key}, read outside any
-   * business transaction (the pipeline asks after a claim answered {@link ClaimResult#DUPLICATE} or
-   * {@link ClaimResult#CONFLICT}); {@code null} when the key's marker is a processed one or there
+   * business transaction (the pipeline asks after a claim answered {@link ClaimResult#CONFLICT});
+   * {@code null} when the key's marker is a processed one or there
    * is none. The default returns {@code null}.
    *
    * @throws StoreUnavailableException when the database cannot be reached

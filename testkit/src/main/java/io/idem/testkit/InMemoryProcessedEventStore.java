@@ -200,8 +200,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
 
   /** Written at once, as a store's own short transaction; waits for an open claim of the key. */
   @Override
-  public boolean recordDeadLetter(
-      IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
     Objects.requireNonNull(decision, "decision");
     checkAvailable();
     Key k = new Key(key.consumerGroup(), key.value());
@@ -214,7 +213,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
       if (marker != null && marker.decision() == null) {
         return false; // processed meanwhile: never turned into a dead letter
       }
-      committed.put(k, new Marker(payloadFingerprint.clone(), clock.instant(), decision));
+      committed.put(k, new Marker(DeadLetterDecision.markerFingerprint(), clock.instant(), decision));
       return true;
     } finally {
       lock.unlock();

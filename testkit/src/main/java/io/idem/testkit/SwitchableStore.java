@@ -98,9 +98,8 @@ public final class SwitchableStore<C> implements ProcessedEventStore<C> {
   }
 
   @Override
-  public boolean recordDeadLetter(
-      IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
-    return delegate.recordDeadLetter(key, payloadFingerprint, decision);
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return delegate.recordDeadLetter(key, decision);
   }
 
   @Override

@@ -43,9 +43,8 @@ class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
   }
 
   @Override
-  public boolean recordDeadLetter(
-      IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
-    return delegate.recordDeadLetter(key, payloadFingerprint, decision);
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return delegate.recordDeadLetter(key, decision);
   }
 
   @Override

@@ -176,15 +176,14 @@ final class FaultyStores {
     }
 
     @Override
-    public boolean recordDeadLetter(
-        IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
+    public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
       if (fault == Fault.FORGETS_DEAD_LETTERS) {
         return unclassified(() -> !delegate.isProcessed(key)); // says recorded, keeps nothing
       }
       if (fault == Fault.OVERWRITES_PROCESSED && delegate.isProcessed(stored(key))) {
         delegate.purge(Instant.MAX, Integer.MAX_VALUE); // the processed marker goes
       }
-      return unclassified(() -> delegate.recordDeadLetter(stored(key), payloadFingerprint, decision));
+      return unclassified(() -> delegate.recordDeadLetter(stored(key), decision));
     }
 
     @Override

@@ -444,7 +444,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   }
 
   /**
-   * Writes the key's marker with outcome {@code DEAD_LETTERED} and the reason, in a transaction of
+   * Writes the key's marker with outcome {@code DEAD_LETTERED}, the reason and {@link
+   * DeadLetterDecision#markerFingerprint()} (so the claim needs no change), in a transaction of
    * its own ({@code INSERT … ON CONFLICT DO UPDATE … WHERE outcome = 'DEAD_LETTERED'}: a processed
    * marker is never overwritten); an open claim of the key makes it wait, up to the claim lock
    * timeout. Records nothing on a table without the columns of {@link
@@ -454,18 +455,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * @throws RuntimeException on any other database failure
    */
   @Override
-  public boolean recordDeadLetter(
-      IdempotencyKey key, byte[] payloadFingerprint, DeadLetterDecision decision) {
-    if (payloadFingerprint.length != 32) {
-      throw new IllegalArgumentException(
-          "payloadFingerprint must be a 32-byte SHA-256, but had " + payloadFingerprint.length + " bytes");
-    }
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
     if (!deadLetterColumns) {
       return false;
     }
     Map<String, Object> params = keyParams(key);
     params.put("keySource", key.source().name());
-    params.put("fingerprint", payloadFingerprint);
+    params.put("fingerprint", DeadLetterDecision.markerFingerprint()); // every claim: CONFLICT
     params.put("cause", decision.cause().name());
     params.put("detail", decision.detail());
     params.put("exceptionClass", decision.exceptionClass());
