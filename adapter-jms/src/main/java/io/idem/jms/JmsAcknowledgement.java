@@ -73,7 +73,8 @@ import org.slf4j.LoggerFactory;
  * {@code JMSCorrelationID}, {@code JMSType} and priority, never expires, and adds
  * {@link DeadLetterReason#toHeaders()}, {@link #HEADER_ORIGINAL_MESSAGE_ID} and
  * {@link #HEADER_ORIGINAL_QUEUE}, each under its {@link JmsHeaderNames#toPropertyName JMS
- * property name} ({@code idem_dead_letter_cause}, …).
+ * property name} ({@code idem_dead_letter_cause}, …); on Artemis in CLIENT_ACKNOWLEDGE mode also
+ * {@link #ARTEMIS_DUPLICATE_ID}.
  *
  * <p>Not thread-safe: used once, on the worker thread that owns the session. A method that throws
  * {@link IdempotencyException} left the message unsettled; the worker then rolls back (or
@@ -86,6 +87,15 @@ public final class JmsAcknowledgement implements Acknowledgement {
   public static final String HEADER_ORIGINAL_MESSAGE_ID = "idem-original-message-id";
   /** Header on dead-letter copies: the queue the original was consumed from: {@value}. */
   public static final String HEADER_ORIGINAL_QUEUE = "idem-original-queue";
+
+  /**
+   * Artemis' duplicate-detection property ({@code Message.HDR_DUPLICATE_DETECTION_ID}): {@value}.
+   * Set to the original's {@code JMSMessageID} on a CLIENT_ACKNOWLEDGE copy sent through Artemis'
+   * client (unless the original carried one, which the copy keeps), so that the copy stored again
+   * after a crash between the send and {@code acknowledge()} is dropped by the broker.
+   */
+  static final String ARTEMIS_DUPLICATE_ID = "_AMQ_DUPL_ID";
+  private static final String ARTEMIS_PACKAGE = "org.apache.activemq.artemis.";
 
   private final Session session;
   private final JmsSessionMode mode;
@@ -358,6 +368,13 @@ public final class JmsAcknowledgement implements Acknowledgement {
       copy.setStringProperty(JmsHeaderNames.toPropertyName(HEADER_ORIGINAL_MESSAGE_ID), originalId);
     }
     copy.setStringProperty(JmsHeaderNames.toPropertyName(HEADER_ORIGINAL_QUEUE), queue);
+    if (mode == JmsSessionMode.CLIENT_ACKNOWLEDGE && originalId != null
+        && copy.getClass().getName().startsWith(ARTEMIS_PACKAGE)
+        && !copy.propertyExists(ARTEMIS_DUPLICATE_ID)) {
+      // a copy sent again after a crash before acknowledge() is dropped by Artemis' duplicate
+      // detection (docs/FAILURES.md, "Dead-lettering twice"); transacted sends need none (atomic)
+      copy.setStringProperty(ARTEMIS_DUPLICATE_ID, originalId);
+    }
     return copy;
   }
 }

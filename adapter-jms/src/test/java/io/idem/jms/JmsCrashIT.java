@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -97,5 +98,52 @@ class JmsCrashIT {
       assertThat(crashed).extracting(Settled::outcome).containsExactly(ProcessingOutcome.PROCESSED);
     }
     assertThat(harness.deadLetters()).isEmpty();
+  }
+
+  /**
+   * CLIENT_ACKNOWLEDGE on Artemis, the victim halted once the dead-letter copy of a keyed message
+   * was sent and before {@code acknowledge()}: the redelivered original is dead-lettered again from
+   * the store's recorded decision without running the handler (which would now apply it), and the
+   * copy sent again carries the same {@code _AMQ_DUPL_ID}, so Artemis keeps one copy.
+   */
+  @Test
+  void aDeadLetterCopySentBeforeTheCrashIsNotHandledNorStoredTwice() throws Exception {
+    harness = new JmsHarness(unique("crash-dl"),
+        b -> b.concurrency(1).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE));
+    harness.publish(Map.of("idempotency-key", "poison-1", "x-fail", "non-retryable"),
+        "{}".getBytes(StandardCharsets.UTF_8));
+    JmsTestDatabase.store();
+    Effects effects = Effects.newRun();
+    String group = unique("g");
+    PostgresFixture pg = PostgresFixture.shared();
+    try (ChildJvm child = ChildJvm.start("victim-dead-letter", JmsCrashVictim.class,
+        List.of("-Didem.crash.point=" + CrashPoint.DEAD_LETTER_COPY_STORED, "-Didem.crash.after=0",
+            "-Xmx256m", "-Didem.crash.broker-calls=intercepted", "-Didem.jms.sessionMode=CLIENT_ACKNOWLEDGE"),
+        List.of(harness.artemis.url(), harness.queue, harness.deadLetterQueue,
+            JmsTestDatabase.schema(), group, effects.run),
+        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
+            "IDEM_POSTGRES_PASSWORD", pg.password(), "IDEM_TESTCONTAINERS", "false"),
+        System.out::println)) {
+      assertThat(child.waitFor(TIMEOUT)).as("exit status of a planned crash").isEqualTo(CrashInjector.EXIT_STATUS);
+      assertThat(child.lines()).as("halted once the copy was sent")
+          .contains("IDEM-CRASH DEAD_LETTER_COPY_STORED send");
+    }
+    assertThat(harness.deadLetters()).as("the copy stored before the crash").hasSize(1);
+
+    OutcomeRecorder outcomes = new OutcomeRecorder();
+    BrokerConsumer restarted = harness.newConsumer(pipeline(group,
+        (message, session) -> effects.record(session, message.header("idempotency-key")), attempts(5), outcomes));
+    restarted.start();
+    await().atMost(TIMEOUT).until(() -> !outcomes.settled().isEmpty());
+    restarted.close();
+
+    assertThat(outcomes.settled()).extracting(Settled::outcome).containsExactly(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(effects.count("poison-1")).as("never handled after the crash").isZero();
+    assertThat(harness.pendingCount()).isZero();
+    List<jakarta.jms.Message> copies = harness.rawDeadLetters();
+    assertThat(copies).as("Artemis dropped the copy sent again").hasSize(1);
+    assertThat(copies.get(0).getStringProperty(JmsAcknowledgement.ARTEMIS_DUPLICATE_ID))
+        .isEqualTo(copies.get(0).getStringProperty("idem_original_message_id"));
+    assertThat(harness.deadLetters().get(0).cause()).isEqualTo("NON_RETRYABLE");
   }
 }

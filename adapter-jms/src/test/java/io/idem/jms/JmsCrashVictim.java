@@ -2,6 +2,7 @@ package io.idem.jms;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.IdempotentConsumer;
+import io.idem.NonRetryableException;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.jms.JmsTestDatabase.Effects;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
@@ -9,6 +10,8 @@ import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashPoint;
 import jakarta.jms.Connection;
 import jakarta.jms.JMSException;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Queue;
 import jakarta.jms.Session;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -21,7 +24,9 @@ import org.apache.ibatis.session.SqlSession;
  * {@link CrashInjector} configured by {@code -Didem.crash.point} / {@code -Didem.crash.after},
  * which halts the JVM mid-flight. Arguments: JMS URL, queue, dead-letter queue, schema, consumer
  * group, effects run id. {@code -Didem.jms.maxBatchSize} (default 1, per-message mode) sets the
- * batch size.
+ * batch size, {@code -Didem.jms.sessionMode} (default TRANSACTED) the session mode. A message with
+ * the header {@code x-fail} fails its handler with a {@link NonRetryableException}; the JVM halts at
+ * {@link CrashPoint#DEAD_LETTER_COPY_STORED} once a producer's {@code send} returned.
  */
 public final class JmsCrashVictim {
   private JmsCrashVictim() {}
@@ -41,14 +46,20 @@ public final class JmsCrashVictim {
     CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup(group)
-        .handler((message, session) -> effects.record(session, message.header("idempotency-key")))
+        .handler((message, session) -> {
+          if (message.header("x-fail") != null) {
+            throw new NonRetryableException("poison " + message.header("idempotency-key"));
+          }
+          effects.record(session, message.header("idempotency-key"));
+        })
         .retryPolicy(JmsTestDatabase.attempts(5))
         .listener(crashes)
         .build();
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
-        JmsConsumerConfig.builder(interceptingCommits(url, crashes), queue, deadLetterQueue)
+        JmsConsumerConfig.builder(interceptingCommits(url, deadLetterQueue, crashes), queue, deadLetterQueue)
             .receiveTimeout(Duration.ofMillis(200))
             .maxBatchSize(Integer.getInteger("idem.jms.maxBatchSize", 1))
+            .sessionMode(JmsSessionMode.valueOf(System.getProperty("idem.jms.sessionMode", "TRANSACTED")))
             .build(),
         pipeline);
     consumer.start();
@@ -65,21 +76,22 @@ public final class JmsCrashVictim {
    * consumed message is settled, the adapter never learned it.
    */
   @SuppressWarnings("serial")
-  private static ActiveMQConnectionFactory interceptingCommits(String url, CrashInjector crashes) {
+  private static ActiveMQConnectionFactory interceptingCommits(
+      String url, String deadLetterQueue, CrashInjector crashes) {
     return new ActiveMQConnectionFactory(url) {
       @Override
       public Connection createConnection() throws JMSException {
-        return intercepted(super.createConnection(), crashes);
+        return intercepted(super.createConnection(), deadLetterQueue, crashes);
       }
 
       @Override
       public Connection createConnection(String user, String password) throws JMSException {
-        return intercepted(super.createConnection(user, password), crashes);
+        return intercepted(super.createConnection(user, password), deadLetterQueue, crashes);
       }
     };
   }
 
-  private static Connection intercepted(Connection real, CrashInjector crashes) {
+  private static Connection intercepted(Connection real, String deadLetterQueue, CrashInjector crashes) {
     if (Proxy.isProxyClass(real.getClass())) {
       return real; // createConnection() may go through createConnection(user, password)
     }
@@ -87,6 +99,15 @@ public final class JmsCrashVictim {
         ? proxy(Session.class, (Session) result, (m, r) -> {
             if (m.equals("commit")) {
               crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commit");
+            }
+            if (m.equals("createProducer") && ((MessageProducer) r).getDestination() instanceof Queue q
+                && deadLetterQueue.equals(q.getQueueName())) { // the copy sent, not yet acked
+              return proxy(MessageProducer.class, (MessageProducer) r, (pm, pr) -> {
+                if (pm.equals("send")) {
+                  crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, "send");
+                }
+                return pr;
+              });
             }
             return r;
           })

@@ -5,6 +5,9 @@ import static org.awaitility.Awaitility.await;
 
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
+import io.idem.IdempotencyKey;
+import io.idem.IdempotencyListener;
+import io.idem.InboundMessage;
 import io.idem.NonRetryableException;
 import io.idem.ProcessingOutcome;
 import java.nio.charset.StandardCharsets;
@@ -19,6 +22,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -78,12 +82,22 @@ class DeadLetterCopyCarriesReasonKeyAndPayloadIT extends KafkaITSupport {
     headers.add(KEY, "too-big-1".getBytes(StandardCharsets.UTF_8));
     KafkaTestClients.send(producer, new ProducerRecord<byte[], byte[]>(topic, 0, (byte[]) null, big, headers));
     AtomicInteger handled = new AtomicInteger();
-    start((message, session) -> {
+    AtomicInteger refused = new AtomicInteger();
+    IdempotencyListener refusals = new IdempotencyListener() {
+      @Override
+      public void onAcknowledgementFailure(InboundMessage message, @Nullable IdempotencyKey key,
+          ProcessingOutcome intended, RuntimeException failure, Duration elapsed) {
+        refused.incrementAndGet();
+      }
+    };
+    start(pipeline((message, session) -> {
       handled.incrementAndGet();
       throw new NonRetryableException("never applies");
-    }, b -> b);
+    }, refusals), b -> b);
 
-    await("several refused dead-letter sends").atMost(TIMEOUT).until(() -> handled.get() >= 3);
+    await("several refused dead-letter sends").atMost(TIMEOUT).until(() -> refused.get() >= 3);
+    // the decision recorded before the first send: later tries store the copy without the handler
+    assertThat(handled).hasValue(1);
     assertThat(committed(0)).isEqualTo(-1);
     assertThat(outcomes.count(ProcessingOutcome.DEAD_LETTERED)).isZero();
 

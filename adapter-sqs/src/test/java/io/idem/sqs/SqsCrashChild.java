@@ -1,6 +1,7 @@
 package io.idem.sqs;
 
 import io.idem.IdempotentConsumer;
+import io.idem.NonRetryableException;
 import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashPoint;
 import java.net.URI;
@@ -19,7 +20,8 @@ import software.amazon.awssdk.services.sqs.SqsClient;
  * -Didem.crash.broker-calls=intercepted}). Arguments: queue URL, dead-letter queue URL, consumer
  * group, delete batch window in ms, and optionally {@code maxBatchSize} (default 1). {@code
  * -Didem.test.handler-delay-ms} makes each handler run take that long (simulated work, so that a
- * kill lands mid-stream). Database from {@code -Didem.test.jdbc.*}; SQS from
+ * kill lands mid-stream). A message with the header {@code x-fail} fails its handler with a
+ * {@link NonRetryableException} (dead-lettered at once, its decision recorded first). Database from {@code -Didem.test.jdbc.*}; SQS from
  * {@code IDEM_SQS_ENDPOINT}.
  */
 public final class SqsCrashChild {
@@ -36,6 +38,9 @@ public final class SqsCrashChild {
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
         .consumerGroup(args[2])
         .handler((message, session) -> {
+          if (message.header("x-fail") != null) {
+            throw new NonRetryableException("poison " + SqsTestBase.key(message));
+          }
           SqsTestBase.work(Duration.ofMillis(delay));
           TestDatabase.record(session, SqsTestBase.key(message), message.payload());
         })

@@ -108,4 +108,50 @@ class SqsCrashIT extends SqsTestBase {
       assertThat(copy.headers()).containsEntry("x-poison", "p-1");
     });
   }
+
+  /**
+   * A keyed message dead-lettered by its handler, the child halted inside the dead-letter
+   * SendMessage (the copy stored, the original not deleted): the store holds the decision, so the
+   * restarted consumer — whose handler would now succeed — dead-letters the redelivered original
+   * again with the recorded reason and never runs its handler (docs/FAILURES.md, "Dead-lettering
+   * twice").
+   */
+  @Test
+  void aKeyedMessageDeadLetteredBeforeTheCrashIsNeverHandledAfterIt() {
+    SqsHarness queue = queue(false);
+    publish(queue, "before-poison", "{}");
+    queue.publish(Map.of("idempotency-key", "poison-1", "x-fail", "non-retryable"),
+        "{\"poison\":1}".getBytes(StandardCharsets.UTF_8));
+    publish(queue, "after-poison", "{}");
+    ChildJvm child = crashChild(queue, CrashPoint.DEAD_LETTER_COPY_STORED, 0, 100);
+    try (child) {
+      assertThat(child.waitFor(Duration.ofSeconds(90))).isEqualTo(CrashInjector.EXIT_STATUS);
+    }
+    assertThat(child.lines()).as("halted inside the dead-letter SendMessage")
+        .contains("IDEM-CRASH DEAD_LETTER_COPY_STORED sendMessage");
+    assertThat(queue.deadLetters()).as("the copy stored before the halt").hasSize(1);
+    assertThat(db.count("poison-1")).isZero();
+
+    // the restarted consumer's handler would apply it: only the recorded decision keeps it out
+    start(queue.config().visibilityTimeout(VISIBILITY).build(), pipeline(recording(), retries(3)));
+    await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0 && db.count("after-poison") == 1
+        && outcomes.count("poison-1", ProcessingOutcome.DEAD_LETTERED)
+            + outcomes.count("poison-1", ProcessingOutcome.CONFLICT)
+            + outcomes.count("poison-1", ProcessingOutcome.PROCESSED) > 0);
+    assertThat(outcomes.count("poison-1", ProcessingOutcome.DEAD_LETTERED))
+        .as("dead-lettered again with its reason").isEqualTo(1);
+    assertThat(db.count("before-poison")).isEqualTo(1);
+    assertThat(db.count("after-poison")).isEqualTo(1);
+    assertThat(db.count("poison-1")).as("never handled after the crash").isZero();
+    assertThat(outcomes.count("poison-1", ProcessingOutcome.PROCESSED)).isZero();
+    // a standard queue cannot deduplicate the copy: the second one carries the same identifiers
+    List<DeadLetteredMessage> copies = queue.deadLetters();
+    assertThat(copies).hasSize(2).allSatisfy(copy -> {
+      assertThat(copy.cause()).isEqualTo(DeadLetterCause.NON_RETRYABLE.name());
+      assertThat(copy.detail()).contains("poison poison-1");
+      assertThat(copy.headers()).containsEntry("idempotency-key", "poison-1")
+          .containsEntry("idem-idempotency-key", "poison-1")
+          .containsEntry("idem-consumer-group", group);
+    });
+  }
 }

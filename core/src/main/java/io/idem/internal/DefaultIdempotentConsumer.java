@@ -72,7 +72,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.keys = new Keys(consumerGroup, envelopes, keyExtractor, oversizedKeys, listener);
     this.work = new ClaimAndHandle<>(store, handlers, listener, naturallyIdempotent);
     this.settlement =
-        new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages);
+        new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages,
+            naturallyIdempotent ? DeadLetterRecords.NONE : new DeadLetterRecords(store),
+            this::processKeyed);
     this.batches =
         new BatchProcessor<>(store, keys, work, settlement, listener, outages, this::processKeyed,
             this::handlerFailed);

@@ -13,6 +13,7 @@ import io.idem.TransactionRetryException;
 import io.idem.internal.Keys.KeyOrReason;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 import org.jspecify.annotations.Nullable;
@@ -35,14 +36,20 @@ final class Settlement {
   private final boolean detectPayloadConflicts;
   private final IdempotencyListener listener;
   private final OutageTracker outages;
+  private final DeadLetterRecords deadLetters;
+  /** The per-message pipeline, for a replay whose key's dead-letter decision was released. */
+  private final BatchProcessor.OneByOne reprocess;
 
   Settlement(String consumerGroup, RetryPolicy retryPolicy, boolean detectPayloadConflicts,
-      IdempotencyListener listener, OutageTracker outages) {
+      IdempotencyListener listener, OutageTracker outages, DeadLetterRecords deadLetters,
+      BatchProcessor.OneByOne reprocess) {
     this.consumerGroup = consumerGroup;
     this.retryPolicy = retryPolicy;
     this.detectPayloadConflicts = detectPayloadConflicts;
     this.listener = listener;
     this.outages = outages;
+    this.deadLetters = deadLetters;
+    this.reprocess = reprocess;
   }
 
   /** After the commit: tells the broker what the claim decided, and the listeners. */
@@ -52,6 +59,12 @@ final class Settlement {
       ClaimResult claim,
       Acknowledgement acknowledgement,
       long start) {
+    if (claim == ClaimResult.CONFLICT) { // a dead-letter marker answers CONFLICT to every claim
+      DeadLetterDecision decision = deadLetters.find(message, key);
+      if (decision != null) {
+        return decided(message, key, decision, acknowledgement, start);
+      }
+    }
     ProcessingOutcome pending = switch (claim) {
       case CLAIMED -> ProcessingOutcome.PROCESSED;
       case DUPLICATE -> ProcessingOutcome.DUPLICATE;
@@ -78,6 +91,51 @@ final class Settlement {
     return finish(message, key, pending, start);
   }
 
+  /**
+   * The key's marker is a dead-letter decision (docs/FAILURES.md, "Dead-lettering twice"): the
+   * same delivery come back after a crash between the copy and the removal of the original is
+   * dead-lettered again with the recorded reason, never handled; a new message with the key (a
+   * replay from the dead-letter destination) releases the decision and is processed anew.
+   */
+  private ProcessingOutcome decided(
+      InboundMessage message,
+      IdempotencyKey key,
+      DeadLetterDecision decision,
+      Acknowledgement acknowledgement,
+      long start) {
+    if (decision.sameDelivery(message.brokerMessageId())) {
+      DeadLetterReason reason =
+          new DeadLetterReason(
+              decision.cause(),
+              decision.detail(),
+              consumerGroup,
+              key.value(),
+              message.deliveryAttempt(),
+              decision.exceptionClass());
+      LOG.warn("key '{}' of {} was already dead-lettered{}; its copy stored again, not handled: {}",
+          key.value(), message.source(), message.brokerMessageId() == null ? ""
+              : " (broker id " + message.brokerMessageId() + ")", reason);
+      listener.afterCommit(message, key, ProcessingOutcome.DEAD_LETTERED);
+      return deadLetter(message, key, reason, acknowledgement, start, false);
+    }
+    try {
+      deadLetters.release(key, decision);
+    } catch (StoreUnavailableException e) {
+      return storeUnavailable(message, key, e, acknowledgement, start,
+          outageDelay("dead-letter decision of key '" + key.value() + "' not released", e));
+    } catch (RuntimeException e) {
+      StoreUnavailableException wrapped = new StoreUnavailableException(
+          "releasing the dead-letter decision of key '" + key.value() + "' failed: " + e, e);
+      return storeUnavailable(message, key, wrapped, acknowledgement, start,
+          outageDelay("dead-letter decision of key '" + key.value() + "' not released", wrapped));
+    }
+    LOG.info("key '{}' of {} (broker id {}) was dead-lettered as broker id {}: a replay, processed"
+        + " anew", key.value(), message.source(), message.brokerMessageId(),
+        decision.brokerMessageId());
+    return reprocess.process(
+        message, key, Fingerprints.sha256(message.payload()), acknowledgement, start);
+  }
+
   /** Dead-letters a message without a valid key (NO_KEY / INVALID_KEY); the store is not touched. */
   ProcessingOutcome deadLetterKeyless(
       InboundMessage message, KeyOrReason keyed, Acknowledgement acknowledgement, long start) {
@@ -91,8 +149,9 @@ final class Settlement {
   }
 
   /**
-   * Stores the dead-letter copy through the acknowledgement; the listeners hear of it once the copy
-   * is stored (once per stored copy, not once per try).
+   * Records the decision in the store (a keyed message's, not a CONFLICT's), then stores the
+   * dead-letter copy through the acknowledgement; the listeners hear of it once the copy is stored
+   * (once per stored copy, not once per try).
    */
   ProcessingOutcome deadLetter(
       InboundMessage message,
@@ -100,6 +159,19 @@ final class Settlement {
       DeadLetterReason reason,
       Acknowledgement acknowledgement,
       long start) {
+    return deadLetter(message, key, reason, acknowledgement, start, true);
+  }
+
+  private ProcessingOutcome deadLetter(
+      InboundMessage message,
+      @Nullable IdempotencyKey key,
+      DeadLetterReason reason,
+      Acknowledgement acknowledgement,
+      long start,
+      boolean record) {
+    if (record) {
+      deadLetters.record(message, key, reason); // committed before the copy is stored
+    }
     ProcessingOutcome outcome = reason.cause() == DeadLetterCause.CONFLICT
         ? ProcessingOutcome.CONFLICT
         : ProcessingOutcome.DEAD_LETTERED;

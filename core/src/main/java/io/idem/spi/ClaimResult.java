@@ -6,6 +6,9 @@ public enum ClaimResult {
   CLAIMED,
   /** A committed marker with the same payload fingerprint exists: skip and acknowledge. */
   DUPLICATE,
-  /** A committed marker with a different payload fingerprint exists: skip and dead-letter. */
+  /**
+   * A committed marker with a different payload fingerprint exists — or a dead-letter marker
+   * ({@link ProcessedEventStore#recordDeadLetter}), whatever the payload: skip and dead-letter.
+   */
   CONFLICT
 }

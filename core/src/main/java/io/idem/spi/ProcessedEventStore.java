@@ -6,6 +6,7 @@ import io.idem.TransactionRetryException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where processed-events markers live, and the transactions that hold them together with the
@@ -156,6 +157,60 @@ public interface ProcessedEventStore<C> {
   default void confirmClaim(C transaction, IdempotencyKey key) {}
 
   /**
+   * Records, in its own short transaction committed before the adapter stores the dead-letter
+   * copy, that the message of {@code key} is being dead-lettered for {@code decision}: the key's
+   * marker is written with that outcome (docs/STORE.md, "Dead-letter decisions"), so that when the
+   * original comes back because the process died (or the offset commit failed) after the copy and
+   * before the original was removed, {@link #deadLetterDecision} settles it without running the
+   * handler. The marker holds {@link DeadLetterDecision#markerFingerprint()} instead of the
+   * payload's fingerprint, so that every later {@link #claim} (and {@link #claimAll}) of the key
+   * answers {@link ClaimResult#CONFLICT} whatever the payload — the pipeline asks {@link
+   * #deadLetterDecision} only after a CONFLICT, so a duplicate costs nothing more — while {@link
+   * #isProcessed} stays {@code false}; retention purges it like any marker. A marker of a processed key is never
+   * changed (the key was applied meanwhile, by another instance).
+   *
+   * <p>The default records nothing and returns {@code false}: a redelivery after such a crash is
+   * then processed again (the handler runs, and a second copy may be stored).
+   *
+   * @param key the key of the message being dead-lettered
+   * @param decision the reason and the delivery's broker id
+   * @return whether the decision is recorded
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure
+   */
+  default boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return false;
+  }
+
+  /**
+   * The dead-letter decision {@link #recordDeadLetter} recorded for {@code key}, read outside any
+   * business transaction (the pipeline asks after a claim answered {@link ClaimResult#CONFLICT});
+   * {@code null} when the key's marker is a processed one or there
+   * is none. The default returns {@code null}.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure
+   */
+  default @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    return null;
+  }
+
+  /**
+   * Removes the dead-letter marker of {@code key} recorded for the delivery {@code
+   * brokerMessageId} (as {@link DeadLetterDecision#brokerMessageId()} says), in its own short
+   * transaction, so that a new message with that key (a replay from the dead-letter destination) is
+   * claimed and processed anew. A processed marker, or a decision recorded since for another
+   * delivery, is left alone. The default removes nothing and returns {@code false}.
+   *
+   * @return whether a marker was removed
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure
+   */
+  default boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    return false;
+  }
+
+  /**
    * Deletes at most {@code maxRows} markers processed before {@code processedBefore}, in its own
    * short transaction.
    *
@@ -167,7 +222,8 @@ public interface ProcessedEventStore<C> {
   int purge(Instant processedBefore, int maxRows);
 
   /**
-   * Whether a committed marker exists for {@code key}; for operations and tests, outside any
+   * Whether a committed marker of a processed message exists for {@code key} (a dead-letter
+   * marker, {@link #recordDeadLetter}, is not one); for operations and tests, outside any
    * business transaction.
    *
    * @throws StoreUnavailableException when the database cannot be reached

@@ -3,6 +3,7 @@ package io.idem.testkit;
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import java.time.Clock;
@@ -18,6 +19,7 @@ import java.util.Objects;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.IntStream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link ProcessedEventStore} in memory, for unit tests of handlers and pipelines. It behaves
@@ -61,7 +63,8 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
     }
   }
 
-  private record Marker(byte[] fingerprint, Instant processedAt) {}
+  /** A processed message's marker, or (with a decision) a dead-letter marker. */
+  private record Marker(byte[] fingerprint, Instant processedAt, @Nullable DeadLetterDecision decision) {}
 
   @Override
   public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
@@ -86,7 +89,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
         Map.Entry<Key, InMemoryTransaction> entry = it.next();
         if (entry.getValue() == tx) {
           if (commit) {
-            committed.put(entry.getKey(), new Marker(tx.fingerprintOf(entry.getKey()), clock.instant()));
+            committed.put(entry.getKey(), new Marker(tx.fingerprintOf(entry.getKey()), clock.instant(), null));
           }
           it.remove();
         }
@@ -188,7 +191,60 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
     checkAvailable();
     lock.lock();
     try {
-      return committed.containsKey(new Key(key.consumerGroup(), key.value()));
+      Marker marker = committed.get(new Key(key.consumerGroup(), key.value()));
+      return marker != null && marker.decision() == null;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Written at once, as a store's own short transaction; waits for an open claim of the key. */
+  @Override
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    Objects.requireNonNull(decision, "decision");
+    checkAvailable();
+    Key k = new Key(key.consumerGroup(), key.value());
+    lock.lock();
+    try {
+      while (pending.containsKey(k)) {
+        released.awaitUninterruptibly();
+      }
+      Marker marker = committed.get(k);
+      if (marker != null && marker.decision() == null) {
+        return false; // processed meanwhile: never turned into a dead letter
+      }
+      committed.put(k, new Marker(DeadLetterDecision.markerFingerprint(), clock.instant(), decision));
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    checkAvailable();
+    lock.lock();
+    try {
+      Marker marker = committed.get(new Key(key.consumerGroup(), key.value()));
+      return marker == null ? null : marker.decision();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Override
+  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    checkAvailable();
+    Key k = new Key(key.consumerGroup(), key.value());
+    lock.lock();
+    try {
+      Marker marker = committed.get(k);
+      if (marker == null || marker.decision() == null
+          || !Objects.equals(marker.decision().brokerMessageId(), brokerMessageId)) {
+        return false;
+      }
+      committed.remove(k);
+      return true;
     } finally {
       lock.unlock();
     }

@@ -4,11 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.idem.DeadLetterCause;
 import io.idem.IdempotencyKey;
 import io.idem.KeySource;
 import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -25,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
@@ -629,6 +632,71 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
       assertThat(store().isProcessed(key(k))).isFalse();
       assertThat(effectCount(k)).isZero();
       assertThat(claimCommitted(key(k), "p")).isEqualTo(ClaimResult.CLAIMED);
+    }
+  }
+
+  @Nested
+  @DisplayName("dead-letter decisions")
+  class DeadLetterDecisions {
+
+    private DeadLetterDecision decision(@Nullable String brokerMessageId) {
+      return new DeadLetterDecision(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
+          "handler failed on attempt 3 of 3: boom", "java.lang.IllegalStateException", brokerMessageId);
+    }
+
+    @Test
+    @DisplayName("a recorded decision is read back whole, is no processed marker, and every claim of the key is a conflict")
+    void recordedDecisionIsReadBack() throws Exception {
+      DeadLetterDecision decided = decision("orders-0@41");
+      assertThat(store().recordDeadLetter(key("dl"), decided)).isTrue();
+      assertThat(store().deadLetterDecision(key("dl"))).isEqualTo(decided);
+      assertThat(store().isProcessed(key("dl"))).as("a dead letter was never processed").isFalse();
+      assertThat(claimCommitted(key("dl"), "p")).as("whatever the payload").isEqualTo(ClaimResult.CONFLICT);
+      assertThat(claimCommitted(key("dl"), "other")).isEqualTo(ClaimResult.CONFLICT);
+      List<ClaimResult> batch = store().inTransaction(tx -> store().claimAll(tx,
+          List.of(key("dl"), key("dl-new")), List.of(fingerprint("p"), fingerprint("p"))));
+      assertThat(batch).containsExactly(ClaimResult.CONFLICT, ClaimResult.CLAIMED);
+      assertThat(store().deadLetterDecision(key("dl"))).as("after the claims").isEqualTo(decided);
+      assertThat(store().deadLetterDecision(key("never"))).isNull();
+    }
+
+    @Test
+    @DisplayName("a processed key's marker is never turned into a dead letter")
+    void processedMarkerIsKept() throws Exception {
+      assertThat(claimCommitted(key("done"), "p")).isEqualTo(ClaimResult.CLAIMED);
+      assertThat(store().recordDeadLetter(key("done"), decision("q@1"))).isFalse();
+      assertThat(store().deadLetterDecision(key("done"))).isNull();
+      assertThat(store().isProcessed(key("done"))).isTrue();
+    }
+
+    @Test
+    @DisplayName("a later decision replaces an earlier one; release removes only the decision of that delivery")
+    void releaseRemovesOnlyThatDelivery() throws Exception {
+      assertThat(store().recordDeadLetter(key("r"), decision("q@1"))).isTrue();
+      assertThat(store().recordDeadLetter(key("r"), decision("q@2"))).isTrue();
+      assertThat(store().deadLetterDecision(key("r"))).isEqualTo(decision("q@2"));
+      assertThat(store().releaseDeadLetter(key("r"), "q@1")).as("another delivery's").isFalse();
+      assertThat(store().deadLetterDecision(key("r"))).isEqualTo(decision("q@2"));
+      assertThat(store().releaseDeadLetter(key("r"), "q@2")).isTrue();
+      assertThat(store().deadLetterDecision(key("r"))).isNull();
+      assertThat(claimCommitted(key("r"), "p")).as("a replay is claimed anew").isEqualTo(ClaimResult.CLAIMED);
+      assertThat(store().releaseDeadLetter(key("r"), "q@2")).as("a processed marker").isFalse();
+      assertThat(store().isProcessed(key("r"))).isTrue();
+
+      assertThat(store().recordDeadLetter(key("no-id"), decision(null))).isTrue();
+      assertThat(store().deadLetterDecision(key("no-id"))).isEqualTo(decision(null));
+      assertThat(store().releaseDeadLetter(key("no-id"), null)).isTrue();
+      assertThat(store().deadLetterDecision(key("no-id"))).isNull();
+    }
+
+    @Test
+    @DisplayName("an unreachable database: StoreUnavailableException from recording and reading decisions")
+    void unreachableDatabaseFailsDecisions() throws Exception {
+      ProcessedEventStore<C> down = unreachableStore();
+      assertThatThrownBy(() -> down.recordDeadLetter(key("down"), decision("q@1")))
+          .isInstanceOf(StoreUnavailableException.class);
+      assertThatThrownBy(() -> down.deadLetterDecision(key("down")))
+          .isInstanceOf(StoreUnavailableException.class);
     }
   }
 

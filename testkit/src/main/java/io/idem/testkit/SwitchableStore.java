@@ -3,12 +3,14 @@ package io.idem.testkit;
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A store that passes everything to another one, except for the failures a test switches on: a
@@ -93,5 +95,20 @@ public final class SwitchableStore<C> implements ProcessedEventStore<C> {
   @Override
   public boolean isProcessed(IdempotencyKey key) {
     return delegate.isProcessed(key);
+  }
+
+  @Override
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return delegate.recordDeadLetter(key, decision);
+  }
+
+  @Override
+  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    return delegate.deadLetterDecision(key);
+  }
+
+  @Override
+  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    return delegate.releaseDeadLetter(key, brokerMessageId);
   }
 }

@@ -2,9 +2,11 @@ package io.idem.testkit;
 
 import io.idem.IdempotencyKey;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import java.time.Instant;
+import org.jspecify.annotations.Nullable;
 
 /** Passes everything to an in-memory store; tests override one method to inject a failure. */
 class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
@@ -38,5 +40,20 @@ class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
   @Override
   public boolean isProcessed(IdempotencyKey key) {
     return delegate.isProcessed(key);
+  }
+
+  @Override
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return delegate.recordDeadLetter(key, decision);
+  }
+
+  @Override
+  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    return delegate.deadLetterDecision(key);
+  }
+
+  @Override
+  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    return delegate.releaseDeadLetter(key, brokerMessageId);
   }
 }

@@ -3,6 +3,7 @@ package io.idem.testkit;
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import java.sql.SQLException;
@@ -10,6 +11,7 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Plausible wrong {@link ProcessedEventStore}s, each with one {@link Fault}, and the kit classes
@@ -41,7 +43,11 @@ final class FaultyStores {
     /** Any SQLException of the work is reported as an outage. */
     WORK_FAILURE_AS_OUTAGE,
     /** No confirmClaim check and a commit of an aborted transaction reports success. */
-    COMMITS_ABORTED_SILENTLY
+    COMMITS_ABORTED_SILENTLY,
+    /** Reports a dead-letter decision recorded but keeps none (a store written before the SPI had it). */
+    FORGETS_DEAD_LETTERS,
+    /** Writes a dead-letter decision over the marker of a processed key. */
+    OVERWRITES_PROCESSED
   }
 
   /** The transaction context: the in-memory one plus PostgreSQL's "aborted" state. */
@@ -169,6 +175,27 @@ final class FaultyStores {
       return unclassified(() -> delegate.isProcessed(stored(key)));
     }
 
+    @Override
+    public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+      if (fault == Fault.FORGETS_DEAD_LETTERS) {
+        return unclassified(() -> !delegate.isProcessed(key)); // says recorded, keeps nothing
+      }
+      if (fault == Fault.OVERWRITES_PROCESSED && delegate.isProcessed(stored(key))) {
+        delegate.purge(Instant.MAX, Integer.MAX_VALUE); // the processed marker goes
+      }
+      return unclassified(() -> delegate.recordDeadLetter(stored(key), decision));
+    }
+
+    @Override
+    public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+      return unclassified(() -> delegate.deadLetterDecision(stored(key)));
+    }
+
+    @Override
+    public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+      return unclassified(() -> delegate.releaseDeadLetter(stored(key), brokerMessageId));
+    }
+
     private <T> T unclassified(java.util.function.Supplier<T> call) {
       try {
         return call.get();
@@ -264,6 +291,18 @@ final class FaultyStores {
   static final class WorkFailureAsOutage extends Kit {
     WorkFailureAsOutage() {
       super(Fault.WORK_FAILURE_AS_OUTAGE);
+    }
+  }
+
+  static final class ForgetsDeadLetters extends Kit {
+    ForgetsDeadLetters() {
+      super(Fault.FORGETS_DEAD_LETTERS);
+    }
+  }
+
+  static final class OverwritesProcessed extends Kit {
+    OverwritesProcessed() {
+      super(Fault.OVERWRITES_PROCESSED);
     }
   }
 

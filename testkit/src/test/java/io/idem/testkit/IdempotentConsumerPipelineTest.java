@@ -197,7 +197,8 @@ class IdempotentConsumerPipelineTest {
     assertThat(last.reason.exceptionClass()).isEqualTo(IllegalStateException.class.getName());
     assertThat(calls.get()).isEqualTo(3);
     assertThat(effects).isEmpty();
-    assertThat(store.size()).isZero();
+    assertThat(store.size()).as("the dead-letter decision only").isEqualTo(1);
+    assertThat(store.isProcessed(new IdempotencyKey("billing", "o-1", KeySource.HEADER))).isFalse();
   }
 
   @Test

@@ -7,7 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Records how the pipeline settled a delivery; a unit-test stand-in for an adapter. */
-final class RecordingAcknowledgement implements Acknowledgement {
+class RecordingAcknowledgement implements Acknowledgement {
   final List<String> calls = new ArrayList<>();
   Duration retryDelay;
   DeadLetterReason reason;

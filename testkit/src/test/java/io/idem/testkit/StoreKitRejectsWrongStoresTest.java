@@ -19,7 +19,8 @@ class StoreKitRejectsWrongStoresTest {
     assertThat(run.failed()).isEmpty();
     assertThat(run.skipped()).isEmpty();
     assertThat(run.succeeded()).contains("racingClaimWaitsThenIsDuplicate", "longestKeyIsStoredWhole",
-        "swallowedFailureNeverCommitsTheClaimAlone", "unreachableDatabaseIsStoreUnavailable");
+        "swallowedFailureNeverCommitsTheClaimAlone", "unreachableDatabaseIsStoreUnavailable",
+        "recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery");
   }
 
   @Test
@@ -55,7 +56,7 @@ class StoreKitRejectsWrongStoresTest {
   @DisplayName("a store that does not report an unreachable database as StoreUnavailableException is rejected")
   void unclassifiedOutageIsRejected() {
     assertThat(KitRun.of(FaultyStores.OutageUnclassified.class).failed())
-        .containsExactly("unreachableDatabaseIsStoreUnavailable");
+        .containsExactlyInAnyOrder("unreachableDatabaseIsStoreUnavailable", "unreachableDatabaseFailsDecisions");
   }
 
   @Test
@@ -70,5 +71,19 @@ class StoreKitRejectsWrongStoresTest {
   void silentRollbackIsRejected() {
     assertThat(KitRun.of(FaultyStores.CommitsAbortedSilently.class).failed())
         .containsExactly("swallowedFailureNeverCommitsTheClaimAlone");
+  }
+
+  @Test
+  @DisplayName("a store that reports a dead-letter decision recorded but keeps none is rejected")
+  void forgettingDeadLetterDecisionsIsRejected() {
+    assertThat(KitRun.of(FaultyStores.ForgetsDeadLetters.class).failed())
+        .containsExactlyInAnyOrder("recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery");
+  }
+
+  @Test
+  @DisplayName("a store that turns a processed key's marker into a dead letter is rejected")
+  void overwritingAProcessedMarkerIsRejected() {
+    assertThat(KitRun.of(FaultyStores.OverwritesProcessed.class).failed())
+        .containsExactly("processedMarkerIsKept");
   }
 }

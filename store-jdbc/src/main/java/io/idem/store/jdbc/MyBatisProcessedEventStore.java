@@ -1,9 +1,11 @@
 package io.idem.store.jdbc;
 
+import io.idem.DeadLetterCause;
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import java.sql.Connection;
@@ -99,6 +101,14 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V1__processed_events.sql";
 
   /**
+   * Classpath location of the script that adds the dead-letter decision columns to a table made
+   * by {@link #MIGRATION_RESOURCE} (run after it; {@code createTableIfMissing} runs both): {@value}.
+   * Without them the store works as before and records no decision (logged at start-up).
+   */
+  public static final String DEAD_LETTERS_MIGRATION_RESOURCE =
+      "db/migration/idem/V3__processed_events_dead_letters.sql";
+
+  /**
    * Default {@link Builder#claimLockTimeout(Duration)}: 2 seconds. Below the time a Kafka consumer
    * may spend on one record with the client's defaults ({@code max.poll.interval.ms} 5 min over
    * {@code max.poll.records} 100 = 3 s), so a claim stuck behind another instance's open
@@ -114,6 +124,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private final String namespace;
   private final String existsStatement;
   private final String purgeStatement;
+  /**
+   * Whether the table has the columns of {@link #DEAD_LETTERS_MIGRATION_RESOURCE}: assumed with
+   * {@code verifyTable(false)}, read at start-up otherwise.
+   */
+  private volatile boolean deadLetterColumns = true;
   private final ClaimStatement claims;
   private final CheckedCommit commit;
   private final FailureClassifier failures;
@@ -381,7 +396,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       throw StartupChecks.failure("could not open a database session", e);
     }
     try {
-      StartupChecks.run(session, namespace, table);
+      deadLetterColumns = StartupChecks.run(session, namespace, table);
       StartupChecks.logIsolation(session, namespace, isolation);
       ClaimProbe.run(session, claims, namespace, table);
     } finally {
@@ -417,13 +432,108 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     params.put("consumerGroup", key.consumerGroup());
     params.put("key", key.value());
     try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
-      Boolean exists = session.selectOne(existsStatement, params);
+      Boolean exists = session.selectOne(
+          deadLetterColumns ? namespace + ".processed" : existsStatement, params);
       return Boolean.TRUE.equals(exists);
     } catch (RuntimeException e) {
       if (TransientFailures.isTransient(e)) {
         throw new StoreUnavailableException("lookup failed: " + e.getMessage(), e);
       }
       throw e;
+    }
+  }
+
+  /**
+   * Writes the key's marker with outcome {@code DEAD_LETTERED}, the reason and {@link
+   * DeadLetterDecision#markerFingerprint()} (so the claim needs no change), in a transaction of
+   * its own ({@code INSERT … ON CONFLICT DO UPDATE … WHERE outcome = 'DEAD_LETTERED'}: a processed
+   * marker is never overwritten); an open claim of the key makes it wait, up to the claim lock
+   * timeout. Records nothing on a table without the columns of {@link
+   * #DEAD_LETTERS_MIGRATION_RESOURCE}. Thread-safe.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws RuntimeException on any other database failure
+   */
+  @Override
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    if (!deadLetterColumns) {
+      return false;
+    }
+    Map<String, Object> params = keyParams(key);
+    params.put("keySource", key.source().name());
+    params.put("fingerprint", DeadLetterDecision.markerFingerprint()); // every claim: CONFLICT
+    params.put("cause", decision.cause().name());
+    params.put("detail", decision.detail());
+    params.put("exceptionClass", decision.exceptionClass());
+    params.put("brokerMessageId", decision.brokerMessageId());
+    params.put("lockTimeout", lockTimeout);
+    return ownTransaction("recording a dead-letter decision",
+        session -> session.insert(namespace + ".recordDeadLetter", params)) == 1;
+  }
+
+  /**
+   * The decision {@link #recordDeadLetter} wrote for {@code key}, in one read outside any
+   * transaction; {@code null} for a processed marker, no marker, or a table without the columns.
+   * Thread-safe.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   */
+  @Override
+  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    if (!deadLetterColumns) {
+      return null;
+    }
+    Map<String, Object> params = keyParams(key);
+    Map<String, Object> row;
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      row = session.selectOne(namespace + ".deadLetterDecision", params);
+    } catch (RuntimeException e) {
+      if (TransientFailures.isTransient(e)) {
+        throw new StoreUnavailableException("dead-letter decision lookup failed: " + e.getMessage(), e);
+      }
+      throw e;
+    }
+    if (row == null) {
+      return null;
+    }
+    return new DeadLetterDecision(
+        DeadLetterCause.valueOf((String) row.get("cause")),
+        (String) row.get("detail"),
+        (String) row.get("exceptionClass"),
+        (String) row.get("brokerMessageId"));
+  }
+
+  /**
+   * Deletes the key's dead-letter marker recorded for {@code brokerMessageId}, in a transaction of
+   * its own; a processed marker is never deleted. Thread-safe.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   */
+  @Override
+  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    if (!deadLetterColumns) {
+      return false;
+    }
+    Map<String, Object> params = keyParams(key);
+    params.put("brokerMessageId", brokerMessageId);
+    return ownTransaction("releasing a dead-letter decision",
+        session -> session.delete(namespace + ".releaseDeadLetter", params)) == 1;
+  }
+
+  private static Map<String, Object> keyParams(IdempotencyKey key) {
+    Map<String, Object> params = new HashMap<>();
+    params.put("consumerGroup", key.consumerGroup());
+    params.put("key", key.value());
+    return params;
+  }
+
+  private int ownTransaction(String what, TransactionWork<SqlSession, Integer> work) {
+    try {
+      return inTransaction(work);
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new StoreUnavailableException(what + " failed: " + e.getMessage(), e);
     }
   }
 

@@ -11,7 +11,8 @@ import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 
 /**
- * Applies {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}, for applications without a
+ * Applies {@link MyBatisProcessedEventStore#MIGRATION_RESOURCE}, then {@link
+ * MyBatisProcessedEventStore#DEAD_LETTERS_MIGRATION_RESOURCE}, for applications without a
  * migration tool and for tests. Idempotent ({@code IF NOT EXISTS}), and serialised across
  * processes by a transaction-scoped advisory lock so that instances starting together do not
  * race on the catalog.
@@ -22,7 +23,8 @@ public final class ProcessedEventsSchema {
   private ProcessedEventsSchema() {}
 
   /**
-   * Creates the processed-events table {@code tableName} (and its index) when missing.
+   * Creates the processed-events table {@code tableName} (and its index) when missing, and adds the
+   * dead-letter decision columns when missing (to a table of an earlier version too).
    *
    * @param tableName {@code table} or {@code schema.table}, validated as identifiers
    * @throws IllegalArgumentException when the name is not a plain identifier
@@ -59,7 +61,9 @@ public final class ProcessedEventsSchema {
    * which PostgreSQL rejects.
    */
   static String script(TableName table) {
-    String sql = ProcessedEventsMapper.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE);
+    String sql = ProcessedEventsMapper.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE)
+        + ";\n" + ProcessedEventsMapper.readResource(
+            MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
     sql = Pattern.compile("\\b" + MyBatisProcessedEventStore.DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
         .replaceAll(Matcher.quoteReplacement(table.qualified()));
     return sql.replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx");

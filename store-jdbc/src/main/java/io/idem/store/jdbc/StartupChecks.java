@@ -82,10 +82,19 @@ final class StartupChecks {
     }
   }
 
-  /** Runs every database check in {@code session}; the caller rolls it back and closes it. */
-  static void run(SqlSession session, String namespace, TableName table) {
+  /** The columns of {@link MyBatisProcessedEventStore#DEAD_LETTERS_MIGRATION_RESOURCE}. */
+  static final List<String> DEAD_LETTER_COLUMNS = List.of("outcome", "dead_letter_cause",
+      "dead_letter_detail", "dead_letter_exception", "broker_message_id");
+
+  /**
+   * Runs every database check in {@code session}; the caller rolls it back and closes it.
+   *
+   * @return whether the table has the dead-letter decision columns (all of them); without any, a
+   *     WARN says how to add them; with only some, the table is refused
+   */
+  static boolean run(SqlSession session, String namespace, TableName table) {
     requireOwnTransaction(session, namespace);
-    requireTable(session, namespace, table);
+    return requireTable(session, namespace, table);
   }
 
   /**
@@ -128,7 +137,7 @@ final class StartupChecks {
     }
   }
 
-  private static void requireTable(SqlSession session, String namespace, TableName table) {
+  private static boolean requireTable(SqlSession session, String namespace, TableName table) {
     Map<String, Object> name = Map.of("table", table.qualified());
     String what = "could not verify processed-events table " + table.qualified();
     List<String> columns = query(() -> session.selectList(namespace + ".columns", name), what);
@@ -150,6 +159,24 @@ final class StartupChecks {
           + MIGRATION_RESOURCE);
     }
     probe(session, namespace, table); // the store's own statement: privileges, name usable
+    return deadLetterColumns(table, columns);
+  }
+
+  private static boolean deadLetterColumns(TableName table, List<String> columns) {
+    List<String> absent = DEAD_LETTER_COLUMNS.stream().filter(c -> !columns.contains(c)).toList();
+    if (absent.isEmpty()) {
+      return true;
+    }
+    if (absent.size() < DEAD_LETTER_COLUMNS.size()) {
+      throw new IllegalStateException("table " + table.qualified() + " has only some of the"
+          + " dead-letter decision columns (no " + String.join(", ", absent) + "); apply "
+          + MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+    }
+    LOG.warn("processed-events table {} has no dead-letter decision columns, so a message"
+        + " dead-lettered just before a crash may be processed again and dead-lettered twice; apply {}"
+        + " (or build the store with createTableIfMissing(true))", table.qualified(),
+        MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+    return false;
   }
 
   /** Reads the table through the store's own statement, and says what its failure means. */

@@ -4,7 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.idem.DeadLetterCause;
+import io.idem.IdempotencyKey;
+import io.idem.KeySource;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.spi.DeadLetterDecision;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
 import org.junit.jupiter.api.Test;
@@ -40,6 +44,11 @@ class FlywayBesideTheApplicationsMigrationsIT {
       MyBatisProcessedEventStore store =
           MyBatisProcessedEventStore.builder(MyBatisProcessedEventStoreIT.sessions(ds)).build();
       assertThat(store.tableName()).isEqualTo(MyBatisProcessedEventStore.DEFAULT_TABLE);
+      // V3 ran too: the store records dead-letter decisions
+      IdempotencyKey key = new IdempotencyKey("flyway", "dead", KeySource.HEADER);
+      assertThat(store.recordDeadLetter(key, new DeadLetterDecision(
+          DeadLetterCause.NON_RETRYABLE, "poison", null, "q@1"))).isTrue();
+      assertThat(store.deadLetterDecision(key)).isNotNull();
     }
   }
 }
