@@ -39,6 +39,15 @@ public final class IdemPipelines {
     this.store = Objects.requireNonNull(store, "store");
     this.properties = Objects.requireNonNull(properties, "properties");
     this.listeners = Objects.requireNonNull(listeners, "listeners");
+    // the pipelines are built on first use; their settings are checked now, so that a wrong one
+    // (idem.retry.max-attempts=0, say) stops the application at start instead of failing every
+    // message — which Spring Kafka's default error handler would then skip
+    try {
+      properties.getRetry().toPolicy();
+      keyExtractor();
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("invalid idem.* setting: " + e.getMessage(), e);
+    }
   }
 
   /** The store every pipeline runs on. */

@@ -3,11 +3,13 @@ package io.idem.spring;
 import org.springframework.beans.factory.BeanFactory;
 import com.rabbitmq.client.Channel;
 import io.idem.DeadLetterReason;
+import io.idem.IdempotencyException;
 import io.idem.InboundMessage;
 import java.time.Instant;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
+import org.springframework.amqp.AmqpException;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.rabbit.core.RabbitTemplate;
@@ -105,6 +107,17 @@ final class RabbitDeliveries implements ListenerDeliveries {
     reason.toHeaders().forEach(copied::setHeader);
     Message copy = new Message(amqp.getBody(), copied);
     RabbitTemplate template = templates.get();
+    // RabbitMQ confirms a publish to a queue that does not exist (the default exchange drops it):
+    // without this check the copy would be lost and the original acked. A missing queue fails the
+    // dead letter instead: the original is not acknowledged and comes back until the queue exists
+    try {
+      template.execute(channel -> channel.queueDeclarePassive(queue));
+    } catch (AmqpException e) {
+      throw new IdempotencyException("dead-letter queue '" + queue + "' does not exist on the broker"
+          + " (a passive declare failed: " + e.getMessage() + "); declare it (a Queue bean named '" + queue
+          + "', or in the broker) or name another with @Idempotent(deadLetter = …); the message stays"
+          + " unacknowledged and is redelivered", e);
+    }
     if (template.getConnectionFactory().isSimplePublisherConfirms()) {
       template.invoke(operations -> {
         operations.send("", queue, copy);

@@ -4,6 +4,7 @@ import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
@@ -237,6 +238,22 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
   @Override
   public boolean isProcessed(IdempotencyKey key) {
     return delegate.isProcessed(key);
+  }
+
+  /** The dead-letter decision, in store-jdbc's own short transaction, outside any Spring transaction. */
+  @Override
+  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
+    return delegate.recordDeadLetter(key, decision);
+  }
+
+  @Override
+  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
+    return delegate.deadLetterDecision(key);
+  }
+
+  @Override
+  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
+    return delegate.releaseDeadLetter(key, brokerMessageId);
   }
 
   @Override

@@ -118,6 +118,7 @@ final class DropInTestSupport {
   /** What Idem decided, per key, in order. */
   static final class Outcomes implements IdempotencyListener {
     private final Map<String, List<ProcessingOutcome>> byKey = new ConcurrentHashMap<>();
+    private final Map<String, List<RuntimeException>> failedAcknowledgements = new ConcurrentHashMap<>();
 
     @Override
     public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
@@ -127,8 +128,21 @@ final class DropInTestSupport {
       }
     }
 
+    @Override
+    public void onAcknowledgementFailure(InboundMessage message, @Nullable IdempotencyKey key,
+        ProcessingOutcome intended, RuntimeException failure, Duration elapsed) {
+      if (key != null) {
+        failedAcknowledgements.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(failure);
+      }
+    }
+
     List<ProcessingOutcome> of(String key) {
       return byKey.getOrDefault(key, List.of());
+    }
+
+    /** What the acknowledgement threw for {@code key} (a dead-letter copy that could not be stored…). */
+    List<RuntimeException> failedAcknowledgements(String key) {
+      return failedAcknowledgements.getOrDefault(key, List.of());
     }
   }
 

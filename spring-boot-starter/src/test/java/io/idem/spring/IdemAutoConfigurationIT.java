@@ -151,6 +151,17 @@ class IdemAutoConfigurationIT {
             .hasMessageContaining("AcknowledgeMode.NONE"));
   }
 
+  /**
+   * A setting no pipeline can be built with stops the application at start: found only at the
+   * first message, it failed every message, and Spring Kafka's default error handler skipped them.
+   */
+  @Test
+  void aRetryPolicyThatCannotBeBuiltStopsTheApplicationAtStart() {
+    runner.withPropertyValues("idem.retry.max-attempts=0").run(context ->
+        assertThat(context).getFailure().hasMessageContaining("invalid idem.* setting")
+            .hasMessageContaining("maxAttempts"));
+  }
+
   @Test
   void anSqsListenerThatDeletesFailedMessagesIsRefused() {
     runner.withBean(DeletingSqsListener.class).run(context ->
