@@ -21,6 +21,9 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportSelector;
+import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.context.annotation.Role;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -40,10 +43,19 @@ import org.springframework.util.ClassUtils;
     "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
     "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
     "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
-    "org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration"})
+    "org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration",
+    // the same on Spring Boot 3.5 (-Pboot3), where they are in spring-boot-autoconfigure; names
+    // of classes that are not there are ignored
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration",
+    "org.springframework.boot.autoconfigure.transaction.TransactionAutoConfiguration",
+    "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
+    "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
+    "org.springframework.boot.autoconfigure.liquibase.LiquibaseAutoConfiguration"})
 @ConditionalOnBean({DataSource.class, PlatformTransactionManager.class})
 @ConditionalOnProperty(prefix = "idem", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(IdemProperties.class)
+@Import(IdemAutoConfiguration.ConsumersHealth.class)
 public class IdemAutoConfiguration {
 
   /** The store, built (and its table checked) once the application's migrations ran. */
@@ -119,16 +131,26 @@ public class IdemAutoConfiguration {
     return new IdemConsumers(properties, pipelines, beans, environment);
   }
 
-  /** One Actuator health indicator per {@code idem.consumers.<name>}, when Actuator's health is there. */
-  @Configuration(proxyBeanMethods = false)
-  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
-  static class ConsumersHealth {
-    @Bean
-    @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
-    @org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator("idemConsumers")
-    org.springframework.boot.health.contributor.CompositeHealthContributor idemConsumersHealthContributor(
-        IdemConsumers consumers) {
-      return IdemConsumersHealth.of(consumers);
+  /**
+   * One Actuator health indicator per {@code idem.consumers.<name>}: imports the registration this
+   * jar was compiled with, {@link IdemConsumersHealth}'s on Spring Boot 4's health API or, built
+   * with {@code -Pboot3}, {@code Boot3ConsumersHealth}'s on Spring Boot 3.5's; each backs off when
+   * Actuator's health is not on the classpath.
+   */
+  static final class ConsumersHealth implements ImportSelector {
+    private static final String[] REGISTRATIONS = {
+        "io.idem.spring.IdemConsumersHealth$Registration",
+        "io.idem.spring.Boot3ConsumersHealth$Registration"};
+
+    @Override
+    public String[] selectImports(AnnotationMetadata metadata) {
+      ClassLoader loader = ConsumersHealth.class.getClassLoader();
+      for (String registration : REGISTRATIONS) {
+        if (ClassUtils.isPresent(registration, loader)) {
+          return new String[] {registration};
+        }
+      }
+      return new String[0];
     }
   }
 
