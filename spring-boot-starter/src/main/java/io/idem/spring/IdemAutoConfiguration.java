@@ -5,6 +5,7 @@ import io.idem.MicrometerIdempotencyListener;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.RetentionJob;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.List;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
@@ -134,23 +135,20 @@ public class IdemAutoConfiguration {
   /**
    * One Actuator health indicator per {@code idem.consumers.<name>}: imports the registration this
    * jar was compiled with, {@link IdemConsumersHealth}'s on Spring Boot 4's health API or, built
-   * with {@code -Pboot3}, {@code Boot3ConsumersHealth}'s on Spring Boot 3.5's; each backs off when
-   * Actuator's health is not on the classpath.
+   * with {@code -Pboot3}, {@code Boot3ConsumersHealth}'s on Spring Boot 3.5's. Each backs off when
+   * its line's health classes are not on the classpath, so importing every one present is safe.
    */
   static final class ConsumersHealth implements ImportSelector {
-    private static final String[] REGISTRATIONS = {
+    private static final List<String> REGISTRATIONS = List.of(
         "io.idem.spring.IdemConsumersHealth$Registration",
-        "io.idem.spring.Boot3ConsumersHealth$Registration"};
+        "io.idem.spring.Boot3ConsumersHealth$Registration");
 
     @Override
     public String[] selectImports(AnnotationMetadata metadata) {
       ClassLoader loader = ConsumersHealth.class.getClassLoader();
-      for (String registration : REGISTRATIONS) {
-        if (ClassUtils.isPresent(registration, loader)) {
-          return new String[] {registration};
-        }
-      }
-      return new String[0];
+      return REGISTRATIONS.stream()
+          .filter(registration -> ClassUtils.isPresent(registration, loader))
+          .toArray(String[]::new);
     }
   }
 
