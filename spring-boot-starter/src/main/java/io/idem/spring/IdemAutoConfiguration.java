@@ -5,6 +5,7 @@ import io.idem.MicrometerIdempotencyListener;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.RetentionJob;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.List;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
@@ -21,6 +22,9 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportSelector;
+import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.context.annotation.Role;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -40,10 +44,19 @@ import org.springframework.util.ClassUtils;
     "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
     "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration",
     "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
-    "org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration"})
+    "org.springframework.boot.liquibase.autoconfigure.LiquibaseAutoConfiguration",
+    // the same on Spring Boot 3.5 (-Pboot3), where they are in spring-boot-autoconfigure; names
+    // of classes that are not there are ignored
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration",
+    "org.springframework.boot.autoconfigure.transaction.TransactionAutoConfiguration",
+    "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
+    "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
+    "org.springframework.boot.autoconfigure.liquibase.LiquibaseAutoConfiguration"})
 @ConditionalOnBean({DataSource.class, PlatformTransactionManager.class})
 @ConditionalOnProperty(prefix = "idem", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(IdemProperties.class)
+@Import(IdemAutoConfiguration.ConsumersHealth.class)
 public class IdemAutoConfiguration {
 
   /** The store, built (and its table checked) once the application's migrations ran. */
@@ -119,16 +132,23 @@ public class IdemAutoConfiguration {
     return new IdemConsumers(properties, pipelines, beans, environment);
   }
 
-  /** One Actuator health indicator per {@code idem.consumers.<name>}, when Actuator's health is there. */
-  @Configuration(proxyBeanMethods = false)
-  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
-  static class ConsumersHealth {
-    @Bean
-    @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
-    @org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator("idemConsumers")
-    org.springframework.boot.health.contributor.CompositeHealthContributor idemConsumersHealthContributor(
-        IdemConsumers consumers) {
-      return IdemConsumersHealth.of(consumers);
+  /**
+   * One Actuator health indicator per {@code idem.consumers.<name>}: imports the registration this
+   * jar was compiled with, {@link IdemConsumersHealth}'s on Spring Boot 4's health API or, built
+   * with {@code -Pboot3}, {@code Boot3ConsumersHealth}'s on Spring Boot 3.5's. Each backs off when
+   * its line's health classes are not on the classpath, so importing every one present is safe.
+   */
+  static final class ConsumersHealth implements ImportSelector {
+    private static final List<String> REGISTRATIONS = List.of(
+        "io.idem.spring.IdemConsumersHealth$Registration",
+        "io.idem.spring.Boot3ConsumersHealth$Registration");
+
+    @Override
+    public String[] selectImports(AnnotationMetadata metadata) {
+      ClassLoader loader = ConsumersHealth.class.getClassLoader();
+      return REGISTRATIONS.stream()
+          .filter(registration -> ClassUtils.isPresent(registration, loader))
+          .toArray(String[]::new);
     }
   }
 

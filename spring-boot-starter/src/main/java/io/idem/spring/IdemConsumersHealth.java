@@ -3,19 +3,40 @@ package io.idem.spring;
 import io.idem.ConsumerHealth;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthContributor;
 import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 
 /**
  * One Actuator health indicator per {@code idem.consumers.<name>}, under {@code idemConsumers}:
  * UP when the consumer is {@link ConsumerHealth#isReady() ready} (running, connected, the store
  * reaching the database), DOWN otherwise, with the adapter's health view as details. Reads
  * snapshots only: no broker or database access. Thread-safe.
+ *
+ * <p>Spring Boot 4's health API ({@code spring-boot-health}); {@code src/boot3/java} has the same
+ * on Spring Boot 3.5's ({@code spring-boot-actuator}), {@code Boot3ConsumersHealth}, compiled
+ * instead of this class by {@code -Pboot3}.
  */
 final class IdemConsumersHealth {
   private IdemConsumersHealth() {}
+
+  /** Imported by {@link IdemAutoConfiguration}: the indicators, when Actuator's health is there. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  static class Registration {
+    @Bean
+    @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
+    @ConditionalOnEnabledHealthIndicator("idemConsumers")
+    CompositeHealthContributor idemConsumersHealthContributor(IdemConsumers consumers) {
+      return IdemConsumersHealth.of(consumers);
+    }
+  }
 
   static CompositeHealthContributor of(IdemConsumers consumers) {
     Map<String, HealthContributor> indicators = new LinkedHashMap<>();

@@ -18,12 +18,10 @@ import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.actuate.info.Info;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.boot.health.contributor.CompositeHealthContributor;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
@@ -63,7 +61,8 @@ class ConfiguredConsumerIT {
   @Autowired KafkaTemplate<String, String> template;
   @Autowired DropInTestSupport.Payments payments;
   @Autowired DropInTestSupport.Outcomes outcomes;
-  @Autowired CompositeHealthContributor idemConsumersHealthContributor;
+  /** Spring Boot 4's or 3.5's CompositeHealthContributor ({@link BootLines#health}). */
+  @Autowired @Qualifier("idemConsumersHealthContributor") Object idemConsumersHealthContributor;
   @Autowired IdemInfoContributor idemInfo;
 
   @Test
@@ -78,9 +77,9 @@ class ConfiguredConsumerIT {
     await().atMost(WAIT).until(() -> outcomes.of(key).contains(ProcessingOutcome.DUPLICATE));
     assertThat(outcomes.of(key)).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
     assertThat(payments.rows(key)).isEqualTo(1);
-    HealthIndicator billing = (HealthIndicator) idemConsumersHealthContributor.getContributor("billing");
-    assertThat(billing.health().getStatus()).isEqualTo(Status.UP);
-    assertThat(billing.health().getDetails()).containsEntry("storeAvailable", true);
+    BootLines.HealthReading billing = BootLines.health(idemConsumersHealthContributor, "billing");
+    assertThat(billing.status()).isEqualTo("UP");
+    assertThat(billing.details()).containsEntry("storeAvailable", true);
     Info.Builder info = new Info.Builder();
     idemInfo.contribute(info);
     assertThat(info.build().get("idem")).asInstanceOf(InstanceOfAssertFactories.MAP)

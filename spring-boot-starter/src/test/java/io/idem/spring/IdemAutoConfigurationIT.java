@@ -21,14 +21,9 @@ import org.springframework.amqp.core.Message;
 import org.springframework.amqp.rabbit.annotation.RabbitListener;
 import org.springframework.boot.actuate.info.Info;
 import org.springframework.boot.actuate.info.InfoContributor;
-import org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
-import org.springframework.boot.jms.autoconfigure.JmsAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
 import org.springframework.jms.annotation.JmsListener;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.support.Acknowledgment;
@@ -62,9 +57,9 @@ class IdemAutoConfigurationIT {
   private final ApplicationContextRunner runner = new ApplicationContextRunner()
       .withPropertyValues("idem.retention.enabled=false")
       .withBean(DataSource.class, () -> PostgresFixture.shared().dataSource(SCHEMA, 4))
-      .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-          DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
-          IdemAutoConfiguration.class));
+      .withConfiguration(BootLines.autoConfigurations(BootLines.DATA_SOURCE,
+          BootLines.DATA_SOURCE_TRANSACTION_MANAGER, BootLines.TRANSACTION))
+      .withConfiguration(AutoConfigurations.of(IdemAutoConfiguration.class));
 
   @Test
   void theStoreRunsOnTheApplicationsTransactionManagerAndCreatesItsTable() {
@@ -133,7 +128,7 @@ class IdemAutoConfigurationIT {
 
   @Test
   void aJmsContainerThatAcknowledgesAtReceiveIsRefused() {
-    runner.withConfiguration(AutoConfigurations.of(JmsAutoConfiguration.class))
+    runner.withConfiguration(BootLines.autoConfigurations(BootLines.JMS))
         .withBean(ConnectionFactory.class, DropInTestSupport::artemisConnectionFactory)
         .withBean(JmsBilling.class)
         .withPropertyValues("spring.jms.listener.session.transacted=false",
@@ -144,7 +139,7 @@ class IdemAutoConfigurationIT {
 
   @Test
   void aRabbitContainerWithoutAcknowledgementsIsRefused() {
-    runner.withConfiguration(AutoConfigurations.of(RabbitAutoConfiguration.class))
+    runner.withConfiguration(BootLines.autoConfigurations(BootLines.RABBIT))
         .withBean(RabbitBilling.class)
         .withPropertyValues("spring.rabbitmq.listener.simple.acknowledge-mode=none")
         .run(context -> assertThat(context).getFailure().rootCause()

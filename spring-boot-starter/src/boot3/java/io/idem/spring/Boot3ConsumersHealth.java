@@ -1,0 +1,64 @@
+package io.idem.spring;
+
+import io.idem.ConsumerHealth;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.actuate.health.CompositeHealthContributor;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.HealthContributor;
+import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * One Actuator health indicator per {@code idem.consumers.<name>}, under {@code idemConsumers}:
+ * UP when the consumer is {@link ConsumerHealth#isReady() ready} (running, connected, the store
+ * reaching the database), DOWN otherwise, with the adapter's health view as details. Reads
+ * snapshots only: no broker or database access. Thread-safe.
+ *
+ * <p>Spring Boot 3.5's health API ({@code spring-boot-actuator}), compiled by {@code -Pboot3}
+ * instead of {@code src/main/java}'s, which is on Spring Boot 4's ({@code spring-boot-health}).
+ */
+final class Boot3ConsumersHealth {
+  private Boot3ConsumersHealth() {}
+
+  /** Imported by {@link IdemAutoConfiguration}: the indicators, when Actuator's health is there. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = {"org.springframework.boot.actuate.health.HealthIndicator",
+      "org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator"})
+  static class Registration {
+    @Bean
+    @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
+    @ConditionalOnEnabledHealthIndicator("idemConsumers")
+    CompositeHealthContributor idemConsumersHealthContributor(IdemConsumers consumers) {
+      return Boot3ConsumersHealth.of(consumers);
+    }
+  }
+
+  static CompositeHealthContributor of(IdemConsumers consumers) {
+    Map<String, HealthContributor> indicators = new LinkedHashMap<>();
+    for (String name : consumers.consumerNames()) {
+      indicators.put(name, (HealthIndicator) () -> health(consumers.health().get(name)));
+    }
+    return CompositeHealthContributor.fromMap(indicators);
+  }
+
+  static Health health(ConsumerHealth health) {
+    if (health == null) {
+      return Health.down().withDetail("running", false).build();
+    }
+    Health.Builder builder = health.isReady() ? Health.up() : Health.down();
+    builder.withDetail("running", health.running())
+        .withDetail("connected", health.connected())
+        .withDetail("consuming", health.consuming())
+        .withDetail("heldForRetry", health.heldForRetry())
+        .withDetail("storeAvailable", health.store().isAvailable());
+    if (health.lastReceive() != null) {
+      builder.withDetail("lastReceive", health.lastReceive().toString());
+    }
+    return builder.build();
+  }
+}
