@@ -200,7 +200,8 @@ public record Ledger(
             + duplicatesSkipped + "; at least one per producer retry when no order is missing)"),
         row("deliveries", atLeast(deliveriesAtLeast()), "(estimate: the consumer reported " + deliveries
             + "; at least effects + duplicates skipped + dead letters"
-            + (crashes > 0 ? "; a delivery settled just before a SIGKILL goes unreported" : "") + ")"),
+            + (crashes > 0 ? "; the reported count can be below this bound: a delivery settled just before a"
+                + " SIGKILL goes unreported" : "") + ")"),
         row("consumer crashes", crashes + "/" + plannedCrashes, crashPoint == null
             ? "(SIGKILL at random points)" : "(halted at " + crashPoint + ")"),
         row("unplanned deaths", (long) unplannedDeaths, "(consumer processes that died unplanned: the run stops"

@@ -65,7 +65,7 @@ public final class RelayProcess {
         Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
             "IDEM_POSTGRES_PASSWORD", pg.password()),
         line -> {
-          if (!line.startsWith(CONFIRMED_PREFIX)) {
+          if (!line.contains(CONFIRMED_PREFIX)) { // ChildJvm prefixes "[name] "
             out.accept("  " + line);
           }
         });
