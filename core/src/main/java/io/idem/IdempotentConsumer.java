@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
@@ -151,6 +152,24 @@ public interface IdempotentConsumer<C> {
     Objects.requireNonNull(order, "order");
     return BatchLoop.run(IntStream.range(0, messages.size()).boxed().toList(), order,
         i -> process(messages.get(i), acknowledgements.get(i)));
+  }
+
+  /**
+   * Opens a {@link MessageRun}: per-message processing of deliveries that the calling thread takes
+   * one after the other, in which each next message's claim may travel with the previous COMMIT.
+   * The default processes every message with {@link #process} and never asks for the next one.
+   */
+  default MessageRun openRun() {
+    return new MessageRun() {
+      @Override
+      public ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement,
+          Supplier<@Nullable InboundMessage> next) {
+        return IdempotentConsumer.this.process(message, acknowledgement);
+      }
+
+      @Override
+      public void close() {}
+    };
   }
 
   /** The consumer group every key of this pipeline belongs to. */

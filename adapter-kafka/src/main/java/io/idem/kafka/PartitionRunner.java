@@ -4,6 +4,7 @@ import io.idem.BatchOrder;
 import io.idem.BatchResult;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
+import io.idem.MessageRun;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.AdapterWorker;
 import java.time.Duration;
@@ -11,6 +12,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.jspecify.annotations.Nullable;
@@ -101,33 +103,62 @@ final class PartitionRunner {
    */
   Ending run(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> records, Actions actions,
       BooleanSupplier stop, long deadlineNanos) {
-    for (int from = 0; from < records.size(); ) {
-      if (stop.getAsBoolean()) {
-        return Ending.ABANDONED; // finish only the in-flight work; the rest stays uncommitted
+    // per-message mode: each record's claim may travel with the previous record's COMMIT
+    // (MessageRun); the run is closed, rolling back a claim sent for a record not reached, however
+    // this loop ends
+    try (MessageRun sequence = pipeline.openRun()) {
+      Announced announced = new Announced();
+      for (int from = 0; from < records.size(); ) {
+        if (stop.getAsBoolean()) {
+          return Ending.ABANDONED; // finish only the in-flight work; the rest stays uncommitted
+        }
+        if (System.nanoTime() - deadlineNanos > 0) {
+          actions.seek(partition, records.get(from)); // bounded work per poll: fetched again after polling
+          return Ending.OUT_OF_TIME;
+        }
+        int to = Math.min(records.size(), from + maxBatchSize);
+        // the next record is announced only when it will be the next one() call of this run
+        ConsumerRecord<byte[], byte[]> next = maxBatchSize == 1 && to < records.size() ? records.get(to) : null;
+        Ending ending = to - from == 1
+            ? one(partition, records.get(from), actions, sequence, next, announced)
+            : batch(partition, records.subList(from, to), actions);
+        if (ending != Ending.SETTLED) {
+          return ending; // retried or unsettled: the partition was sought back; later records come again
+        }
+        from = to;
       }
-      if (System.nanoTime() - deadlineNanos > 0) {
-        actions.seek(partition, records.get(from)); // bounded work per poll: fetched again after polling
-        return Ending.OUT_OF_TIME;
-      }
-      int to = Math.min(records.size(), from + maxBatchSize);
-      Ending ending = to - from == 1
-          ? one(partition, records.get(from), actions)
-          : batch(partition, records.subList(from, to), actions);
-      if (ending != Ending.SETTLED) {
-        return ending; // retried or unsettled: the partition was sought back; later records come again
-      }
-      from = to;
+      return Ending.SETTLED;
     }
-    return Ending.SETTLED;
   }
 
-  /** Processes one record in its own transaction. */
-  private Ending one(TopicPartition partition, ConsumerRecord<byte[], byte[]> record, Actions actions) {
+  /** The record announced to the run as the next one, and the message built for it then. */
+  private static final class Announced {
+    @Nullable ConsumerRecord<byte[], byte[]> record;
+    @Nullable KafkaInboundMessage message;
+  }
+
+  /** Processes one record in its own transaction; {@code next} is the run's next record, if any. */
+  private Ending one(TopicPartition partition, ConsumerRecord<byte[], byte[]> record, Actions actions,
+      MessageRun sequence, @Nullable ConsumerRecord<byte[], byte[]> next, Announced announced) {
     int attempt = progress.attemptFor(partition, record.offset());
-    KafkaInboundMessage message = KafkaInboundMessage.of(record, attempt, Instant.now());
+    KafkaInboundMessage message = announced.record == record && announced.message != null
+        ? announced.message
+        : KafkaInboundMessage.of(record, attempt, Instant.now());
+    announced.record = null;
+    announced.message = null;
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
+    Supplier<@Nullable InboundMessage> following = () -> {
+      if (next == null) {
+        return null;
+      }
+      KafkaInboundMessage built =
+          KafkaInboundMessage.of(next, progress.attemptFor(partition, next.offset()), Instant.now());
+      announced.record = next;
+      announced.message = built;
+      return built;
+    };
     boolean[] handedBack = new boolean[1];
-    AdapterWorker.survive(() -> "record " + idOf(record), () -> pipeline.process(message, acknowledgement),
+    AdapterWorker.survive(() -> "record " + idOf(record), () -> sequence.process(message, acknowledgement, following),
         acknowledgement::settlement,
         (failure, after) -> {
           handedBack[0] = true;

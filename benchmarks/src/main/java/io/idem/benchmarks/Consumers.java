@@ -48,6 +48,9 @@ final class Consumers {
     if (setup.concurrency() > 1) {
       config.concurrency(setup.concurrency());
     }
+    if (System.getProperty("exp.commitInterval") != null) {
+      config.commitInterval(java.time.Duration.parse(System.getProperty("exp.commitInterval")));
+    }
     if (setup.crashRun()) {
       config.consumerProperty("session.timeout.ms", CRASH_SESSION_TIMEOUT_MS);
     }

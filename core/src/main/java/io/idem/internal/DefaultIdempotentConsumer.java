@@ -12,6 +12,7 @@ import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.KeyedMessageHandler;
+import io.idem.MessageRun;
 import io.idem.OversizedKeyPolicy;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
@@ -21,11 +22,15 @@ import io.idem.TransactionRetryException;
 import io.idem.internal.Keys.KeyOrReason;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ClaimResult;
+import io.idem.spi.NextClaim;
 import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionRun;
+import io.idem.spi.TransactionWork;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,6 +54,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final ClaimAndHandle<C> work;
   private final Settlement settlement;
   private final BatchProcessor<C> batches;
+  private final boolean naturallyIdempotent;
 
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
@@ -70,6 +76,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.listener = new Listeners(listeners);
     this.outages = new OutageTracker(LOG, outageErrorAfter, Clock.systemUTC());
     this.keys = new Keys(consumerGroup, envelopes, keyExtractor, oversizedKeys, listener);
+    this.naturallyIdempotent = naturallyIdempotent;
     this.work = new ClaimAndHandle<>(store, handlers, listener, naturallyIdempotent);
     this.settlement =
         new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages,
@@ -116,6 +123,88 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     return batches.process(messages, acknowledgements, order);
   }
 
+  /**
+   * A run of per-message transactions ({@link MessageRun}): the next delivery's key and
+   * fingerprint, computed when the store asks for them (just before a COMMIT), are kept for that
+   * delivery's own {@link MessageRun#process} call, so they are computed once. Confined to the
+   * thread that opened it.
+   */
+  @Override
+  public MessageRun openRun() {
+    return new Run(store.openRun());
+  }
+
+  private final class Run implements MessageRun {
+    private final TransactionRun<C> transactions;
+    /** The delivery announced last as next, with its key (or reason) and fingerprint. */
+    private @Nullable InboundMessage peeked;
+    private @Nullable KeyOrReason peekedKey;
+    private byte @Nullable [] peekedFingerprint;
+
+    Run(TransactionRun<C> transactions) {
+      this.transactions = transactions;
+    }
+
+    @Override
+    public ProcessingOutcome process(InboundMessage delivery, Acknowledgement acknowledgement,
+        Supplier<@Nullable InboundMessage> next) {
+      long start = System.nanoTime();
+      KeyOrReason keyed;
+      byte @Nullable [] fingerprint;
+      if (delivery == peeked && peekedKey != null) {
+        keyed = peekedKey;
+        fingerprint = peekedFingerprint;
+      } else {
+        keyed = keys.key(delivery);
+        fingerprint = null;
+      }
+      peeked = null;
+      peekedKey = null;
+      peekedFingerprint = null;
+      IdempotencyKey key = keyed.key();
+      InboundMessage event = keyed.message();
+      if (key == null) {
+        return settlement.deadLetterKeyless(event, keyed, acknowledgement, start);
+      }
+      keys.announce(event, key);
+      byte[] print = fingerprint != null ? fingerprint : Fingerprints.sha256(event.payload());
+      if (naturallyIdempotent) {
+        return processKeyed(event, key, print, acknowledgement, start); // nothing to claim ahead
+      }
+      return processKeyed(event, key, print, acknowledgement, start,
+          work -> transactions.inTransaction(work, key, print, () -> peek(next)));
+    }
+
+    /** The next delivery's claim, kept for its own call; {@code null} when it has no key. */
+    private @Nullable NextClaim peek(Supplier<@Nullable InboundMessage> next) {
+      InboundMessage delivery = next.get();
+      if (delivery == null) {
+        return null;
+      }
+      KeyOrReason keyed = keys.key(delivery);
+      IdempotencyKey key = keyed.key();
+      byte @Nullable [] fingerprint = key == null ? null : Fingerprints.sha256(keyed.message().payload());
+      peeked = delivery;
+      peekedKey = keyed;
+      peekedFingerprint = fingerprint;
+      return key == null || fingerprint == null ? null : new NextClaim(key, fingerprint);
+    }
+
+    @Override
+    public void close() {
+      peeked = null;
+      peekedKey = null;
+      peekedFingerprint = null;
+      transactions.close();
+    }
+  }
+
+  /** How {@link #processKeyed} opens the message's transaction. */
+  @FunctionalInterface
+  private interface Transactions<C> {
+    ClaimResult run(TransactionWork<C, ClaimResult> work) throws Exception;
+  }
+
   /** One message in a transaction of its own: {@link #process} after the key, and a batch's redo. */
   private ProcessingOutcome processKeyed(
       InboundMessage message,
@@ -123,10 +212,20 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       byte[] fingerprint,
       Acknowledgement acknowledgement,
       long start) {
+    return processKeyed(message, key, fingerprint, acknowledgement, start, store::inTransaction);
+  }
+
+  private ProcessingOutcome processKeyed(
+      InboundMessage message,
+      IdempotencyKey key,
+      byte[] fingerprint,
+      Acknowledgement acknowledgement,
+      long start,
+      Transactions<C> transactions) {
     listener.beforeClaim(message, key);
     ClaimResult claim;
     try {
-      claim = store.inTransaction(tx -> work.one(tx, message, key, fingerprint));
+      claim = transactions.run(tx -> work.one(tx, message, key, fingerprint));
     } catch (Exception e) {
       return failed(message, key, e, acknowledgement, start);
     } catch (VirtualMachineError e) {

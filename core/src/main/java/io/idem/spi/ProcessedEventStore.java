@@ -6,6 +6,7 @@ import io.idem.TransactionRetryException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,6 +52,31 @@ public interface ProcessedEventStore<C> {
    * @throws Exception after rolling back, whatever else {@code work} or the commit threw
    */
   <T> T inTransaction(TransactionWork<C, T> work) throws Exception;
+
+  /**
+   * Opens a {@link TransactionRun}: per-message transactions made one after the other by the
+   * calling thread, in which the store may begin each next transaction, and send its claim, in the
+   * round trip of the previous COMMIT. Close it when the run ends (try-with-resources).
+   *
+   * <p>The default runs every transaction of the run with {@link #inTransaction} and ignores the
+   * hints, so a store that does not override it behaves exactly as without a run.
+   */
+  default TransactionRun<C> openRun() {
+    return new TransactionRun<>() {
+      @Override
+      public <T> T inTransaction(
+          TransactionWork<C, T> work,
+          IdempotencyKey key,
+          byte[] payloadFingerprint,
+          Supplier<@Nullable NextClaim> next)
+          throws Exception {
+        return ProcessedEventStore.this.inTransaction(work);
+      }
+
+      @Override
+      public void close() {}
+    };
+  }
 
   /**
    * Inserts the processed-events marker for {@code key} inside {@code transaction}, deciding from

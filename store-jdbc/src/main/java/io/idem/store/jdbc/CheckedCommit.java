@@ -1,7 +1,9 @@
 package io.idem.store.jdbc;
 
+import io.idem.spi.NextClaim;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.function.Supplier;
 import org.apache.ibatis.session.SqlSession;
@@ -73,6 +75,111 @@ final class CheckedCommit {
     // not see as dirty; without force the commit would be skipped. After the check above pgjdbc
     // is idle and sends nothing.
     session.commit(true);
+  }
+
+  /**
+   * Commits, and in the same round trip begins the next transaction of a run with the claim of
+   * {@code next} ({@link MyBatisProcessedEventStore#openRun()}): {@link #CHECK_AND_COMMIT} (or a
+   * plain COMMIT when this transaction claimed nothing new), then {@code BEGIN} and the claim
+   * statement, four statements under one Sync. An error discards the rest of the round trip, so:
+   *
+   * <ul>
+   *   <li>the check failed (22012): nothing committed; thrown as {@link #commit} throws it;
+   *   <li>any other error, when this transaction claimed: PostgreSQL's {@code txid_status} of the
+   *       claiming transaction, read after a ROLLBACK, tells whether the COMMIT took. Committed:
+   *       the claim of {@code next} failed after it, and {@code null} is returned (nothing carried;
+   *       the next transaction claims again on its own). Otherwise, or when the status cannot be
+   *       read: thrown, as a failed COMMIT (a COMMIT whose outcome is unknown because the
+   *       connection broke is such a failure today too: a redelivery finds out);
+   *   <li>any other error when this transaction claimed nothing new (a duplicate): nothing of its
+   *       own needed committing; rolled back and {@code null} returned.
+   * </ul>
+   *
+   * @return the transaction begun, holding the claim's answer for {@code next}; {@code null} when
+   *     this transaction committed (or had nothing to commit) but nothing is carried
+   */
+  @Nullable OpenTransaction commitAndClaim(
+      SqlSession session, OpenTransaction transaction, ClaimStatement claims, NextClaim next)
+      throws SQLException {
+    session.flushStatements();
+    long txid = transaction.claimTxid();
+    Connection connection = session.getConnection();
+    boolean check = txid != OpenTransaction.NO_CLAIM;
+    String sql = (check ? CHECK_AND_COMMIT : "COMMIT") + "; BEGIN; " + claims.sql();
+    String group = next.key().consumerGroup();
+    String key = next.key().value();
+    byte[] fingerprint = next.payloadFingerprint();
+    ClaimStatement.Answer answer = null;
+    try (PreparedStatement statement = connection.prepareStatement(sql)) {
+      int first = 1;
+      if (check) {
+        statement.setLong(first++, txid);
+      }
+      claims.bind(statement, first, group, key, next.key().source().name(), fingerprint);
+      // results in order: [the check's row,] COMMIT, BEGIN, the claim's rows
+      int claimResult = check ? 2 : 1;
+      int resultSets = 0;
+      boolean isResultSet = statement.execute();
+      while (isResultSet || statement.getUpdateCount() != -1) {
+        if (isResultSet && ++resultSets == claimResult) {
+          try (ResultSet rows = statement.getResultSet()) {
+            answer = ClaimStatement.read(rows);
+          }
+        }
+        isResultSet = statement.getMoreResults();
+      }
+    } catch (SQLException e) {
+      if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
+        throw new HandlerEndedTransaction(e);
+      }
+      if (!check) {
+        rollBackQuietly(connection);
+        return null;
+      }
+      if (committed(connection, txid)) {
+        LOG.debug("committed; the claim of the next key '{}' sent with the COMMIT failed and is made"
+            + " again on its own: {}", key, e.toString());
+        return null;
+      }
+      throw e;
+    }
+    if (answer == null || DriverTransactions.ofAnyDriver(connection) != DriverTransactions.State.OPEN) {
+      rollBackQuietly(connection); // cannot happen on pgjdbc; carry nothing rather than guess
+      return null;
+    }
+    // MyBatis did not see this COMMIT: its local cache still holds the committed transaction's reads
+    session.clearCache();
+    return OpenTransaction.preclaimed(group, key, fingerprint, answer);
+  }
+
+  /**
+   * Whether the transaction {@code txid} committed, as PostgreSQL's {@code txid_status} says after
+   * the connection's failed transaction is rolled back; {@code false} when that cannot be read.
+   */
+  private static boolean committed(Connection connection, long txid) {
+    try {
+      connection.rollback();
+      String status;
+      try (PreparedStatement query = connection.prepareStatement("SELECT pg_catalog.txid_status(?)")) {
+        query.setLong(1, txid);
+        try (ResultSet row = query.executeQuery()) {
+          status = row.next() ? row.getString(1) : null;
+        }
+      }
+      connection.rollback();
+      return "committed".equals(status);
+    } catch (SQLException | RuntimeException e) {
+      LOG.debug("could not read whether transaction {} committed", txid, e);
+      return false;
+    }
+  }
+
+  private static void rollBackQuietly(Connection connection) {
+    try {
+      connection.rollback();
+    } catch (SQLException | RuntimeException e) {
+      LOG.debug("rollback failed; the connection is closed with the session", e);
+    }
   }
 
   /** The commit check found another transaction than the one that claimed. */

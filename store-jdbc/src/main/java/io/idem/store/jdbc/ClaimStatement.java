@@ -98,47 +98,44 @@ final class ClaimStatement {
    */
   ClaimResult claim(
       SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
-    boolean inserted;
-    long txid = 0;
-    byte @Nullable [] stored = null;
-    boolean answered;
-    try {
-      // The same transaction: the session's own connection, never a second one. pgjdbc keeps the
-      // server-prepared statement per connection by SQL text, so preparing it again each time
-      // costs no round trip.
-      Connection connection = GuardedSession.unguarded(transaction).getConnection();
-      try (PreparedStatement claim = connection.prepareStatement(claimSql)) {
-        claim.setString(1, consumerGroup);
-        claim.setString(2, key);
-        claim.setString(3, keySource);
-        claim.setBytes(4, fingerprint);
-        claim.setString(5, lockTimeout);
-        claim.setString(6, consumerGroup);
-        claim.setString(7, key);
-        try (ResultSet row = claim.executeQuery()) {
-          answered = row.next();
-          inserted = answered && row.getBoolean(1);
-          if (inserted) {
-            txid = row.getLong(2);
-          } else if (answered) {
-            stored = row.getBytes(3);
+    OpenTransaction open = GuardedSession.transactionOf(transaction);
+    Answer answer = open == null ? null : open.takePreclaimed(consumerGroup, key, fingerprint);
+    if (answer == null) {
+      try {
+        // The same transaction: the session's own connection, never a second one. pgjdbc keeps the
+        // server-prepared statement per connection by SQL text, so preparing it again each time
+        // costs no round trip.
+        Connection connection = GuardedSession.unguarded(transaction).getConnection();
+        try (PreparedStatement claim = connection.prepareStatement(claimSql)) {
+          bind(claim, 1, consumerGroup, key, keySource, fingerprint);
+          try (ResultSet row = claim.executeQuery()) {
+            answer = read(row);
           }
         }
+      } catch (SQLException e) {
+        throw mapped(new PersistenceException("Error querying database (the claim of key '" + key
+            + "' in processed-events table " + table.qualified() + "). Cause: " + e, e),
+            "key '" + key + "'");
       }
-    } catch (SQLException e) {
-      throw mapped(new PersistenceException("Error querying database (the claim of key '" + key
-          + "' in processed-events table " + table.qualified() + "). Cause: " + e, e),
-          "key '" + key + "'");
     }
-    if (inserted) {
+    ClaimResult result = decide(transaction, answer, consumerGroup, key, fingerprint);
+    if (open != null) {
+      open.answered(result);
+    }
+    return result;
+  }
+
+  private ClaimResult decide(
+      SqlSession transaction, Answer answer, String consumerGroup, String key, byte[] fingerprint) {
+    if (answer.inserted()) {
       OpenTransaction open = GuardedSession.transactionOf(transaction);
       if (open != null) {
-        open.claimed(txid, consumerGroup, key);
+        open.claimed(answer.txid(), consumerGroup, key);
       }
       return ClaimResult.CLAIMED;
     }
-    if (answered) {
-      return compare(stored, fingerprint);
+    if (answer.answered()) {
+      return compare(answer.stored(), fingerprint);
     }
     // The claim waited for a racing transaction that committed the key (its snapshot predates
     // the wait), or the row was purged in between: read again with a new snapshot.
@@ -146,6 +143,41 @@ final class ClaimStatement {
     params.put("consumerGroup", consumerGroup);
     params.put("key", key);
     return compare(transaction.selectOne(fingerprintStatement, params), fingerprint);
+  }
+
+  /**
+   * What the claim statement returned: the key inserted (with the claiming transaction's 64-bit
+   * id), or the stored fingerprint of an existing marker, or no row at all ({@code answered}
+   * false: it waited for a racing transaction that committed the key, or the row was purged).
+   */
+  record Answer(boolean inserted, long txid, boolean answered, byte @Nullable [] stored) {}
+
+  /** The claim's SQL text, {@link #CLAIM_PARAMETERS} as {@code ?}; columns: inserted, txid, stored. */
+  String sql() {
+    return claimSql;
+  }
+
+  /** Binds the claim's parameters to {@code statement} from index {@code first} on (7 of them). */
+  void bind(PreparedStatement statement, int first, String consumerGroup, String key, String keySource,
+      byte[] fingerprint) throws SQLException {
+    statement.setString(first, consumerGroup);
+    statement.setString(first + 1, key);
+    statement.setString(first + 2, keySource);
+    statement.setBytes(first + 3, fingerprint);
+    statement.setString(first + 4, lockTimeout);
+    statement.setString(first + 5, consumerGroup);
+    statement.setString(first + 6, key);
+  }
+
+  /** Reads the claim statement's result. */
+  static Answer read(ResultSet row) throws SQLException {
+    if (!row.next()) {
+      return new Answer(false, 0, false, null);
+    }
+    if (row.getBoolean(1)) {
+      return new Answer(true, row.getLong(2), true, null);
+    }
+    return new Answer(false, 0, true, row.getBytes(3));
   }
 
   /**

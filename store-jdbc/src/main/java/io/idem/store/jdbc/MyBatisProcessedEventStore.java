@@ -6,7 +6,9 @@ import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.DeadLetterDecision;
+import io.idem.spi.NextClaim;
 import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionRun;
 import io.idem.spi.TransactionWork;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -195,6 +197,92 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    */
   @Override
   public <T> T inTransaction(TransactionWork<SqlSession, T> work) throws Exception {
+    SqlSession session = openTransactionSession();
+    try {
+      return runAndCommit(session, new OpenTransaction(), work);
+    } finally {
+      closeSession(session);
+    }
+  }
+
+  /**
+   * Opens a run ({@link TransactionRun}): on pgjdbc at PostgreSQL's default isolation (no {@link
+   * Builder#isolation} set, or READ COMMITTED) and with no MyBatis second-level cache configured,
+   * each transaction that claimed (a new key, or a duplicate) and is about to commit sends, in the
+   * same round trip as its COMMIT, {@code BEGIN} and the claim of the key the run announces next;
+   * the session and its open transaction are kept for the run's next call. A new message then
+   * costs two round trips (the handler's statement, and the check with the COMMIT and the next
+   * claim), a duplicate one. The carried transaction is used only when the next call claims exactly
+   * that key with that fingerprint, and rolled back otherwise or by {@link TransactionRun#close()}.
+   * A claim answered CONFLICT carries nothing (its settlement reads the store on other connections).
+   *
+   * <p>When the claim sent with the COMMIT fails (for example it waited longer than {@link
+   * Builder#claimLockTimeout} behind another transaction holding that key), the COMMIT before it
+   * stands — PostgreSQL's {@code txid_status} of the claiming transaction says so — and the next
+   * call claims again on its own; the failure is then that call's, classified as usual. The
+   * acknowledgement of a message therefore waits for the next key's claim too, at most the claim
+   * lock timeout.
+   *
+   * <p>Not thread-safe: a run belongs to the thread that opened it; it holds one pooled connection
+   * between its calls while a transaction is carried.
+   */
+  @Override
+  public TransactionRun<SqlSession> openRun() {
+    return new Run();
+  }
+
+  /** {@link #openRun()}'s run. Confined to its thread. */
+  private final class Run implements TransactionRun<SqlSession> {
+    /** The session whose transaction was begun with the claim of the announced key, if any. */
+    private @Nullable SqlSession carriedSession;
+    private @Nullable OpenTransaction carried;
+
+    @Override
+    public <T> T inTransaction(TransactionWork<SqlSession, T> work, IdempotencyKey key,
+        byte[] payloadFingerprint, Supplier<@Nullable NextClaim> next) throws Exception {
+      SqlSession session = carriedSession;
+      OpenTransaction transaction = carried;
+      carriedSession = null;
+      carried = null;
+      if (session != null && transaction != null
+          && !transaction.preclaimedFor(key.consumerGroup(), key.value(), payloadFingerprint)) {
+        rollBackAndClose(session);
+        session = null;
+      }
+      if (session == null || transaction == null) {
+        session = openTransactionSession();
+        transaction = new OpenTransaction();
+      }
+      boolean keep = false;
+      try {
+        Committed<T> committed = runAndCommit(session, transaction, work, next);
+        // this transaction committed; begun is the next one, if carried
+        if (committed.begun() != null) {
+          carriedSession = session;
+          carried = committed.begun();
+          keep = true;
+        }
+        return committed.result();
+      } finally {
+        if (!keep) {
+          closeSession(session);
+        }
+      }
+    }
+
+    @Override
+    public void close() {
+      SqlSession session = carriedSession;
+      carriedSession = null;
+      carried = null;
+      if (session != null) {
+        rollBackAndClose(session);
+      }
+    }
+  }
+
+  /** Opens a session for a transaction and refuses one in auto-commit mode (both: no round trip). */
+  private SqlSession openTransactionSession() {
     SqlSession session;
     try {
       session = openSession();
@@ -204,25 +292,91 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       requireTransaction(session);
-      OpenTransaction transaction = new OpenTransaction();
-      T result;
-      try {
-        result = work.run(GuardedSession.wrap(session, transaction));
-      } catch (Throwable failure) {
-        throw failures.failed(session, transaction, failure);
+    } catch (RuntimeException e) {
+      closeSession(session);
+      throw e;
+    }
+    return session;
+  }
+
+  /** Runs the work in the session's transaction and commits it; failures classified once. */
+  private <T> T runAndCommit(SqlSession session, OpenTransaction transaction, TransactionWork<SqlSession, T> work)
+      throws Exception {
+    T result;
+    try {
+      result = work.run(GuardedSession.wrap(session, transaction));
+    } catch (Throwable failure) {
+      throw failures.failed(session, transaction, failure);
+    }
+    try {
+      commit.commit(session, transaction);
+    } catch (Throwable failure) {
+      throw failures.failed(session, transaction, failure);
+    }
+    return result;
+  }
+
+  /** What a run's transaction returned, and the next transaction begun with its COMMIT, if any. */
+  private record Committed<T>(T result, @Nullable OpenTransaction begun) {}
+
+  /** {@link #runAndCommit} for a run, with the next claim sent with the COMMIT when it may be. */
+  private <T> Committed<T> runAndCommit(SqlSession session, OpenTransaction transaction,
+      TransactionWork<SqlSession, T> work, Supplier<@Nullable NextClaim> next) throws Exception {
+    T result;
+    try {
+      result = work.run(GuardedSession.wrap(session, transaction));
+      if (transaction.preclaimUntaken()) {
+        throw new IllegalStateException("the transaction was begun with the claim of another key than"
+            + " the one its work claimed; rolled back");
       }
-      try {
+    } catch (Throwable failure) {
+      throw failures.failed(session, transaction, failure);
+    }
+    NextClaim following = carries(session, transaction) ? ask(next) : null;
+    try {
+      if (following == null) {
         commit.commit(session, transaction);
-      } catch (Throwable failure) {
-        throw failures.failed(session, transaction, failure);
+        return new Committed<>(result, null);
       }
-      return result;
-    } finally {
-      try {
-        session.close();
-      } catch (RuntimeException e) {
-        LOG.debug("closing the session failed; the pool discards the connection", e);
-      }
+      return new Committed<>(result, commit.commitAndClaim(session, transaction, claims, following));
+    } catch (Throwable failure) {
+      throw failures.failed(session, transaction, failure);
+    }
+  }
+
+  /** Whether a transaction that is about to commit may carry the next claim (see {@link #openRun()}). */
+  private boolean carries(SqlSession session, OpenTransaction transaction) {
+    ClaimResult answered = transaction.answered();
+    return (answered == ClaimResult.CLAIMED || answered == ClaimResult.DUPLICATE)
+        && (isolation == null || isolation == TransactionIsolationLevel.READ_COMMITTED)
+        && sessions.getConfiguration().getCaches().isEmpty()
+        && DriverTransactions.ofAnyDriver(session.getConnection()) == DriverTransactions.State.OPEN;
+  }
+
+  private static @Nullable NextClaim ask(Supplier<@Nullable NextClaim> next) {
+    try {
+      NextClaim claim = next.get();
+      return claim != null && claim.payloadFingerprint().length == 32 ? claim : null;
+    } catch (RuntimeException e) {
+      LOG.debug("the next claim of the run could not be had; committing alone", e);
+      return null;
+    }
+  }
+
+  private static void rollBackAndClose(SqlSession session) {
+    try {
+      session.rollback(true);
+    } catch (RuntimeException e) {
+      LOG.debug("rolling back a carried transaction failed; the pool discards the connection", e);
+    }
+    closeSession(session);
+  }
+
+  private static void closeSession(SqlSession session) {
+    try {
+      session.close();
+    } catch (RuntimeException e) {
+      LOG.debug("closing the session failed; the pool discards the connection", e);
     }
   }
 

@@ -1,7 +1,10 @@
 package io.idem.store.jdbc;
 
+import io.idem.spi.ClaimResult;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one {@link MyBatisProcessedEventStore#inTransaction} call learns about its transaction:
@@ -37,5 +40,60 @@ final class OpenTransaction {
   /** The keys claimed, in order; empty when nothing was claimed. */
   List<Claimed> claims() {
     return claimed;
+  }
+
+  /**
+   * A claim already sent for this transaction, in the round trip of the previous transaction's
+   * COMMIT ({@link MyBatisProcessedEventStore#openRun()}): the key, the fingerprint it was sent
+   * with, and what the statement returned; {@code null} once taken (or when there was none).
+   */
+  private @Nullable String preGroup;
+  private @Nullable String preKey;
+  private byte @Nullable [] preFingerprint;
+  private ClaimStatement.@Nullable Answer preAnswer;
+  /** What the last {@link ClaimStatement#claim} of this transaction decided, if any. */
+  private @Nullable ClaimResult answered;
+
+  /** A transaction begun with the claim of {@code group}/{@code key} already answered. */
+  static OpenTransaction preclaimed(String group, String key, byte[] fingerprint, ClaimStatement.Answer answer) {
+    OpenTransaction transaction = new OpenTransaction();
+    transaction.preGroup = group;
+    transaction.preKey = key;
+    transaction.preFingerprint = fingerprint;
+    transaction.preAnswer = answer;
+    return transaction;
+  }
+
+  /** Whether this transaction was begun for the claim of exactly this key and fingerprint. */
+  boolean preclaimedFor(String group, String key, byte[] fingerprint) {
+    return preAnswer != null && group.equals(preGroup) && key.equals(preKey)
+        && Arrays.equals(fingerprint, preFingerprint);
+  }
+
+  /**
+   * The claim already answered for this key and fingerprint, taken once; {@code null} when there
+   * is none for it (the claim statement must then run).
+   */
+  ClaimStatement.@Nullable Answer takePreclaimed(String group, String key, byte[] fingerprint) {
+    if (!preclaimedFor(group, key, fingerprint)) {
+      return null;
+    }
+    ClaimStatement.Answer answer = preAnswer;
+    preAnswer = null;
+    return answer;
+  }
+
+  /** Whether a claim sent ahead for this transaction was never taken by its work. */
+  boolean preclaimUntaken() {
+    return preAnswer != null;
+  }
+
+  void answered(ClaimResult result) {
+    this.answered = result;
+  }
+
+  /** What the last claim of this transaction decided; {@code null} when it claimed nothing. */
+  @Nullable ClaimResult answered() {
+    return answered;
   }
 }

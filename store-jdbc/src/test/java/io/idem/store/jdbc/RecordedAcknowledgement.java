@@ -7,7 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Records what the pipeline told the broker: {@code ack}, {@code retry}, … in call order. */
-final class RecordedAcknowledgement implements Acknowledgement {
+class RecordedAcknowledgement implements Acknowledgement {
   final List<String> calls = new ArrayList<>();
 
   @Override

@@ -55,7 +55,7 @@ class RoundTripsIT {
   }
 
   /** The frontend messages pgjdbc sends on this thread while {@code action} runs. */
-  private static List<String> frontendMessages(Runnable action) {
+  static List<String> frontendMessages(Runnable action) {
     long thread = Thread.currentThread().getId();
     List<String> sent = Collections.synchronizedList(new ArrayList<>());
     SimpleFormatter format = new SimpleFormatter();
@@ -93,7 +93,7 @@ class RoundTripsIT {
    * {@code Sync} without waiting in between, so it adds no round trip; any other simple query
    * (which would) fails the count.
    */
-  private static long roundTrips(List<String> sent) {
+  static long roundTrips(List<String> sent) {
     for (int i = 0; i < sent.size(); i++) {
       if (sent.get(i).startsWith("FE=> SimpleQuery")) {
         assertThat(sent.get(i)).as("a simple query other than BEGIN: %s", sent).contains("\"BEGIN\"");
@@ -104,7 +104,7 @@ class RoundTripsIT {
     return sent.stream().filter(m -> m.equals("FE=> Sync")).count();
   }
 
-  private static List<String> queries(List<String> sent) {
+  static List<String> queries(List<String> sent) {
     return sent.stream().filter(m -> m.startsWith("FE=> Parse") || m.startsWith("FE=> SimpleQuery")).toList();
   }
 
