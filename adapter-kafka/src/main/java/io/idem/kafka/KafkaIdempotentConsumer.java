@@ -39,6 +39,13 @@ import org.slf4j.LoggerFactory;
  *   <li><b>One thread owns the {@code KafkaConsumer}</b> (it is not thread-safe): it polls, runs
  *       records through the pipeline one at a time in partition order, and commits. Scale out with
  *       more instances in the same group (up to one per partition), in this JVM or others.
+ *   <li><b>A partition's records are a run</b> ({@link io.idem.IdempotentConsumer#openRun()}) in
+ *       per-message mode: each record still has its own transaction and is acknowledged only after
+ *       its own COMMIT, but the next record's claim travels with that COMMIT, so a new record costs
+ *       two database round trips (the handler's statement; the check, COMMIT and next claim) and a
+ *       duplicate one (docs/DESIGN.md, "Runs"). The run ends, rolling back a claim sent for a record
+ *       not reached, whenever the partition's records of the poll stop: a retry, a revocation,
+ *       {@code close()}, the poll's time budget.
  *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync}, after each
  *       polled batch or {@link KafkaConsumerConfig#commitInterval()}; {@code enable.auto.commit} is
  *       forced off. The offset committed is the consumer's next fetch offset

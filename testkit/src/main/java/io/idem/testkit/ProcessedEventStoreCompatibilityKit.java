@@ -11,7 +11,9 @@ import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
 import io.idem.spi.ClaimResult;
 import io.idem.spi.DeadLetterDecision;
+import io.idem.spi.NextClaim;
 import io.idem.spi.ProcessedEventStore;
+import io.idem.spi.TransactionRun;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
@@ -297,6 +299,90 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
         throw checked;
       })).isSameAs(checked);
       assertThat(store().isProcessed(key("checked"))).isFalse();
+    }
+  }
+
+  /** One transaction of a run: claims {@code k}, records its effect, announces {@code next}. */
+  private void inRun(TransactionRun<C> run, String k, @Nullable String next) throws Exception {
+    run.inTransaction(tx -> {
+      assertThat(store().claim(tx, key(k), fingerprint("p"))).isEqualTo(ClaimResult.CLAIMED);
+      recordEffect(tx, k);
+      return null;
+    }, key(k), fingerprint("p"), () -> next == null ? null : new NextClaim(key(next), fingerprint("p")));
+  }
+
+  @Nested
+  @DisplayName("runs (ProcessedEventStore.openRun)")
+  class Runs {
+
+    @Test
+    @DisplayName("each transaction of a run commits on its own when its call returns")
+    void eachCommitsOnItsOwn() throws Exception {
+      String a = "run-a-" + group;
+      String b = "run-b-" + group;
+      String c = "run-c-" + group;
+      try (TransactionRun<C> run = store().openRun()) {
+        inRun(run, a, b);
+        assertThat(store().isProcessed(key(a))).isTrue();
+        assertThat(effectCount(a)).isEqualTo(1);
+        assertThat(store().isProcessed(key(b))).as("announced, not yet processed").isFalse();
+        inRun(run, b, c);
+        assertThat(store().isProcessed(key(b))).isTrue();
+        inRun(run, c, null);
+      }
+      for (String k : List.of(a, b, c)) {
+        assertThat(store().isProcessed(key(k))).as(k).isTrue();
+        assertThat(effectCount(k)).as(k).isEqualTo(1);
+      }
+    }
+
+    @Test
+    @DisplayName("closing a run leaves the key it announced unclaimed, and nothing waits for it")
+    void closeReleasesTheAnnouncedKey() throws Exception {
+      String a = "run-close-a-" + group;
+      String b = "run-close-b-" + group;
+      TransactionRun<C> run = store().openRun();
+      inRun(run, a, b);
+      run.close();
+      run.close();
+      assertThat(store().isProcessed(key(b))).isFalse();
+      assertThat(effectCount(b)).isZero();
+      assertThat(claimCommitted(key(b), "p")).isEqualTo(ClaimResult.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("a call for another key than the one announced claims its own key, and the announced one stays free")
+    void anotherKeyThanAnnounced() throws Exception {
+      String a = "run-other-a-" + group;
+      String b = "run-other-b-" + group;
+      String c = "run-other-c-" + group;
+      try (TransactionRun<C> run = store().openRun()) {
+        inRun(run, a, b);
+        inRun(run, c, null);
+      }
+      assertThat(effectCount(c)).isEqualTo(1);
+      assertThat(store().isProcessed(key(b))).isFalse();
+      assertThat(claimCommitted(key(b), "p")).isEqualTo(ClaimResult.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("a failing transaction of a run rolls back its claim and effect, and is rethrown unchanged")
+    void failureRollsBack() throws Exception {
+      String a = "run-fail-a-" + group;
+      String b = "run-fail-b-" + group;
+      IllegalStateException boom = new IllegalStateException("boom");
+      try (TransactionRun<C> run = store().openRun()) {
+        inRun(run, a, b);
+        assertThatThrownBy(() -> run.inTransaction(tx -> {
+          store().claim(tx, key(b), fingerprint("p"));
+          recordEffect(tx, b);
+          throw boom;
+        }, key(b), fingerprint("p"), () -> null)).isSameAs(boom);
+      }
+      assertThat(store().isProcessed(key(b))).isFalse();
+      assertThat(effectCount(b)).isZero();
+      assertThat(effectCount(a)).isEqualTo(1);
+      assertThat(claimCommitted(key(b), "p")).isEqualTo(ClaimResult.CLAIMED);
     }
   }
 
