@@ -46,8 +46,9 @@ import org.slf4j.LoggerFactory;
  *       duplicate one (docs/DESIGN.md, "Runs"). The run ends, rolling back a claim sent for a record
  *       not reached, whenever the partition's records of the poll stop: a retry, a revocation,
  *       {@code close()}, the poll's time budget.
- *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync}, after each
- *       polled batch or {@link KafkaConsumerConfig#commitInterval()}; {@code enable.auto.commit} is
+ *   <li><b>Offsets are committed after the database commit</b>, with {@code commitSync}, at most
+ *       every {@link KafkaConsumerConfig#commitInterval()} (100 ms by default; zero: after each
+ *       polled batch); {@code enable.auto.commit} is
  *       forced off. The offset committed is the consumer's next fetch offset
  *       ({@code ConsumerRecords.nextOffsets()}) when every record the poll returned for the
  *       partition was settled (processed, duplicate or dead-lettered), else offset + 1 of the last

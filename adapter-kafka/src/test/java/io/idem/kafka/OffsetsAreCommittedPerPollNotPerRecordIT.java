@@ -12,20 +12,20 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Offsets are committed once per poll (the default {@code commitInterval} of zero), never once per
- * record: a real {@code KafkaConsumer} whose commits are counted works through records already on
+ * Offsets are committed once per poll ({@code commitInterval} zero) or less often (the default
+ * 100 ms), never once per record: a real {@code KafkaConsumer} whose commits are counted works through records already on
  * the topic, a poll's worth at a time, in per-message and in batch mode.
  */
 class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
   private static final int RECORDS = 200;
   private static final int MAX_POLL_RECORDS = 50;
 
-  @ParameterizedTest(name = "maxBatchSize {0}")
-  @ValueSource(ints = {1, 50})
-  void aPollsRecordsShareOneCommit(int maxBatchSize) {
+  @ParameterizedTest(name = "maxBatchSize {0}, commitInterval {1} ms")
+  @CsvSource({"1, 0", "50, 0", "1, -1"})
+  void aPollsRecordsShareOneCommit(int maxBatchSize, long commitIntervalMillis) {
     for (int i = 0; i < RECORDS; i++) {
       publish(0, "c-" + i, "{}");
     }
@@ -33,6 +33,8 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
     KafkaConsumerConfig config = KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)
         .maxPollRecords(MAX_POLL_RECORDS)
         .maxBatchSize(maxBatchSize)
+        .commitInterval(commitIntervalMillis < 0
+            ? KafkaConsumerConfig.DEFAULT_COMMIT_INTERVAL : Duration.ofMillis(commitIntervalMillis))
         .build();
     KafkaIdempotentConsumer consumer = KafkaIdempotentConsumer.create(config, pipeline(recording()),
         props -> new KafkaConsumer<byte[], byte[]>(props) {

@@ -126,7 +126,8 @@ final class KafkaDemoBroker implements DemoBroker {
   }
 
   /**
-   * One: a poll may return every record left, and offsets are committed once per polled batch.
+   * One: a poll may return every record left, and offsets are committed at most every
+   * commitInterval (100 ms by default), and on close.
    */
   @Override
   public long settlingCallsAtLeast(long messages, int maxBatchSize) {
