@@ -52,6 +52,9 @@ public final class KafkaCrashChild {
     KafkaConsumerConfig config = KafkaConsumerConfig
         .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
         .maxPollRecords(50)
+        // offsets after every poll (not the default 100 ms), so that a crash inside the offset
+        // commit lands while most of the stream is still unprocessed
+        .commitInterval(Duration.ZERO)
         .maxBatchSize(Integer.getInteger("idem.test.batch", 1))
         .concurrency(Integer.getInteger("idem.test.concurrency", 1))
         // the crashed member stays in the group until its session times out (default 45 s);

@@ -29,7 +29,13 @@ final class Consumers {
   private Consumers() {}
 
   /** What the consumer of a run is given. */
-  record Setup(String bootstrap, String topic, String group, int maxBatchSize, int concurrency, boolean crashRun) {}
+  record Setup(String bootstrap, String topic, String group, int maxBatchSize, int concurrency, boolean crashRun,
+      long commitIntervalMillis) {
+    /** The adapter's default commit interval. */
+    Setup(String bootstrap, String topic, String group, int maxBatchSize, int concurrency, boolean crashRun) {
+      this(bootstrap, topic, group, maxBatchSize, concurrency, crashRun, -1);
+    }
+  }
 
   /**
    * Starts the consumer; it reports to {@code progress}. Close the result to stop it.
@@ -48,8 +54,8 @@ final class Consumers {
     if (setup.concurrency() > 1) {
       config.concurrency(setup.concurrency());
     }
-    if (System.getProperty("exp.commitInterval") != null) {
-      config.commitInterval(java.time.Duration.parse(System.getProperty("exp.commitInterval")));
+    if (setup.commitIntervalMillis() >= 0) {
+      config.commitInterval(Duration.ofMillis(setup.commitIntervalMillis()));
     }
     if (setup.crashRun()) {
       config.consumerProperty("session.timeout.ms", CRASH_SESSION_TIMEOUT_MS);

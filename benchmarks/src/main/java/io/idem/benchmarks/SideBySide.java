@@ -57,6 +57,10 @@ public final class SideBySide implements Callable<Integer> {
   List<String> variants;
   @Option(names = "--max-batch-size", defaultValue = "100", description = "the batch variants' maxBatchSize")
   int maxBatchSize;
+
+  @Option(names = "--commit-interval-ms", defaultValue = "-1",
+      description = "the Idem variants' Kafka commitInterval in ms (-1: the adapter's default, 100 ms; 0: after every poll)")
+  long commitIntervalMillis;
   @Option(names = "--peer", description = "NAME=SHELL COMMAND run in each round before the variants; its"
       + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap}, {jdbc-url},"
       + " {events} and {seed} in it are replaced by this run's")
@@ -176,7 +180,7 @@ public final class SideBySide implements Callable<Integer> {
       Progress progress = new Progress(stream.size());
       long cpuNanos;
       try (AutoCloseable consumer = Consumers.start(variant,
-          new Consumers.Setup(bootstrap, id, id, maxBatchSize, workers, false), db, progress)) {
+          new Consumers.Setup(bootstrap, id, id, maxBatchSize, workers, false, commitIntervalMillis), db, progress)) {
         progress.await(stream.size(), timeout);
         cpuNanos = consumerThreadCpuNanos(id);
       }
@@ -263,7 +267,7 @@ public final class SideBySide implements Callable<Integer> {
           purgeNanos.set(System.nanoTime() - start);
         }, "purge");
         try (AutoCloseable consumer = Consumers.start(Variant.IDEM,
-            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false), db, progress)) {
+            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis), db, progress)) {
           if (purging) {
             purger.start();
           }
