@@ -57,6 +57,9 @@ public final class KafkaCrashChild {
         .commitInterval(Duration.ZERO)
         .maxBatchSize(Integer.getInteger("idem.test.batch", 1))
         .concurrency(Integer.getInteger("idem.test.concurrency", 1))
+        // offsets committed after every poll (not the default 100 ms): DURING_ACK crashes in the
+        // first commitSync, which must come while records are still left to process
+        .commitInterval(Duration.ZERO)
         // the crashed member stays in the group until its session times out (default 45 s);
         // 6 s is the broker's default minimum
         .consumerProperty("session.timeout.ms", 6000)

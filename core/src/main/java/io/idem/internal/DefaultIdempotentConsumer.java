@@ -175,13 +175,28 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
           work -> transactions.inTransaction(work, key, print, () -> peek(next)));
     }
 
-    /** The next delivery's claim, kept for its own call; {@code null} when it has no key. */
+    /**
+     * The next delivery's claim, kept for its own call; {@code null} when it has no key, or when
+     * building it threw: an {@link Error} from the next delivery's key extractor or envelope format
+     * (the pipeline's guard there catches RuntimeException only) is that delivery's, thrown again
+     * by its own call, never the failure of the message committing now.
+     */
     private @Nullable NextClaim peek(Supplier<@Nullable InboundMessage> next) {
-      InboundMessage delivery = next.get();
-      if (delivery == null) {
+      InboundMessage delivery;
+      KeyOrReason keyed;
+      try {
+        delivery = next.get();
+        if (delivery == null) {
+          return null;
+        }
+        keyed = keys.key(delivery);
+      } catch (RuntimeException | Error e) {
+        if (e instanceof VirtualMachineError && !(e instanceof StackOverflowError)) {
+          throw e;
+        }
+        LOG.debug("the next delivery of the run could not be keyed ahead; it is keyed by its own call", e);
         return null;
       }
-      KeyOrReason keyed = keys.key(delivery);
       IdempotencyKey key = keyed.key();
       byte @Nullable [] fingerprint = key == null ? null : Fingerprints.sha256(keyed.message().payload());
       peeked = delivery;

@@ -45,7 +45,7 @@ final class FailureClassifier {
    */
   Exception failed(SqlSession session, OpenTransaction transaction, Throwable failure) {
     rollback(session, failure);
-    Throwable classified = classify(session, failure);
+    Throwable classified = classify(session, transaction, failure);
     if (!transaction.claims().isEmpty()) {
       commit.removeEarlyMarkers(session, transaction, classified);
     }
@@ -55,7 +55,7 @@ final class FailureClassifier {
     return (Exception) classified;
   }
 
-  private Throwable classify(SqlSession session, Throwable failure) {
+  private Throwable classify(SqlSession session, OpenTransaction transaction, Throwable failure) {
     if (failure instanceof StoreUnavailableException || failure instanceof TransactionRetryException) {
       return failure; // the claim's or the pipeline's own verdict
     }
@@ -73,6 +73,16 @@ final class FailureClassifier {
     // The connection broke under the work: the server ended this session (its timeouts, an
     // administrator) or the database is unreachable. A fresh connection tells which.
     Throwable fresh = freshConnectionFailure();
+    if (fresh == null && transaction.carried()) {
+      // the session was carried between two messages of a run, idle in its transaction outside
+      // any handler (MyBatisProcessedEventStore#openRun): the server may have ended it then
+      // (idle_in_transaction_session_timeout, an administrator, a restart), so it is not this
+      // message's attempt. Retried as the database's request; the message is then first of its
+      // fetch, on a session of its own, where a handler that breaks its session counts as usual
+      return new TransactionRetryException("the session carried from the previous message of the"
+          + " run broke and a fresh connection works (the server ended it between the two"
+          + " messages?); rolled back: " + TransientFailures.rootMessage(failure), failure);
+    }
     if (fresh == null) {
       return failure;
     }

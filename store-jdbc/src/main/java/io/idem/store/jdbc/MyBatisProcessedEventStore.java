@@ -223,8 +223,14 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * acknowledgement of a message therefore waits for the next key's claim too, at most the claim
    * lock timeout.
    *
+   * <p>When the carried session breaks under the next call's work and a fresh connection works,
+   * the failure is a {@link TransactionRetryException}, not the work's: the session sat idle in
+   * its transaction between the two calls, where the server may have ended it ({@code
+   * idle_in_transaction_session_timeout}, an administrator, a restart).
+   *
    * <p>Not thread-safe: a run belongs to the thread that opened it; it holds one pooled connection
-   * between its calls while a transaction is carried.
+   * between its calls while a transaction is carried (also while the pipeline's {@code afterCommit}
+   * and {@code onOutcome} listeners of the previous message run).
    */
   @Override
   public TransactionRun<SqlSession> openRun() {
@@ -332,8 +338,9 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     } catch (Throwable failure) {
       throw failures.failed(session, transaction, failure);
     }
-    NextClaim following = carries(session, transaction) ? ask(next) : null;
     try {
+      // asked inside the try: whatever escapes it still rolls this transaction back
+      NextClaim following = carries(session, transaction) ? ask(next) : null;
       if (following == null) {
         commit.commit(session, transaction);
         return new Committed<>(result, null);
@@ -357,7 +364,10 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     try {
       NextClaim claim = next.get();
       return claim != null && claim.payloadFingerprint().length == 32 ? claim : null;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      if (e instanceof VirtualMachineError && !(e instanceof StackOverflowError)) {
+        throw e;
+      }
       LOG.debug("the next claim of the run could not be had; committing alone", e);
       return null;
     }

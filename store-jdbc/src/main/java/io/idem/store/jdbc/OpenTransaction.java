@@ -61,7 +61,19 @@ final class OpenTransaction {
     transaction.preKey = key;
     transaction.preFingerprint = fingerprint;
     transaction.preAnswer = answer;
+    transaction.carried = true;
     return transaction;
+  }
+
+  /** Whether this transaction was begun in the previous transaction's COMMIT round trip. */
+  private boolean carried;
+
+  /**
+   * Whether this transaction was begun in the previous transaction's COMMIT round trip and kept
+   * open between the two calls of the run: its session sat idle in a transaction outside the work.
+   */
+  boolean carried() {
+    return carried;
   }
 
   /** Whether this transaction was begun for the claim of exactly this key and fingerprint. */
