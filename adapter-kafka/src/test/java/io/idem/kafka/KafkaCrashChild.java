@@ -52,9 +52,6 @@ public final class KafkaCrashChild {
     KafkaConsumerConfig config = KafkaConsumerConfig
         .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
         .maxPollRecords(50)
-        // offsets after every poll (not the default 100 ms), so that a crash inside the offset
-        // commit lands while most of the stream is still unprocessed
-        .commitInterval(Duration.ZERO)
         .maxBatchSize(Integer.getInteger("idem.test.batch", 1))
         .concurrency(Integer.getInteger("idem.test.concurrency", 1))
         // offsets committed after every poll (not the default 100 ms): DURING_ACK crashes in the
