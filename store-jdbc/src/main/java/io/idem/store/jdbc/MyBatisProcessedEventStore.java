@@ -237,11 +237,22 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return new Run();
   }
 
+  /**
+   * Longest time a run keeps one pooled connection before it commits a transaction alone and hands
+   * the connection back: 1 second. Pools act on connections held long — MyBatis' {@code
+   * PooledDataSource} takes back one out for {@code poolMaximumCheckoutTime} (20 s) when it runs
+   * short, HikariCP's {@code leakDetectionThreshold} logs a leak warning — and a run of slow
+   * handlers would otherwise keep its connection for a whole poll's records.
+   */
+  static final Duration MAX_RUN_CHECKOUT = Duration.ofSeconds(1);
+
   /** {@link #openRun()}'s run. Confined to its thread. */
   private final class Run implements TransactionRun<SqlSession> {
     /** The session whose transaction was begun with the claim of the announced key, if any. */
     private @Nullable SqlSession carriedSession;
     private @Nullable OpenTransaction carried;
+    /** When the session in use (or carried) was taken from the pool, {@link System#nanoTime()}. */
+    private long sessionOpenedNanos;
 
     @Override
     public <T> T inTransaction(TransactionWork<SqlSession, T> work, IdempotencyKey key,
@@ -258,10 +269,15 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       if (session == null || transaction == null) {
         session = openTransactionSession();
         transaction = new OpenTransaction();
+        sessionOpenedNanos = System.nanoTime();
       }
       boolean keep = false;
       try {
-        Committed<T> committed = runAndCommit(session, transaction, work, next);
+        // asked just before the COMMIT: past the bound, this transaction commits alone
+        long opened = sessionOpenedNanos;
+        Supplier<@Nullable NextClaim> bounded =
+            () -> System.nanoTime() - opened < MAX_RUN_CHECKOUT.toNanos() ? next.get() : null;
+        Committed<T> committed = runAndCommit(session, transaction, work, bounded);
         // this transaction committed; begun is the next one, if carried
         if (committed.begun() != null) {
           carriedSession = session;

@@ -180,6 +180,43 @@ class TransactionRunIT {
   }
 
   @Test
+  void aRunHandsItsConnectionBackOnceItHeldItLongerThanTheCheckoutBound() throws Exception {
+    long slow = MyBatisProcessedEventStore.MAX_RUN_CHECKOUT.toMillis() + 100;
+    String a = "checkout-a-" + UUID.randomUUID();
+    String b = "checkout-b-" + UUID.randomUUID();
+    String c = "checkout-c-" + UUID.randomUUID();
+    IdempotentConsumer<SqlSession> pipeline = pipeline(store, (message, session) -> {
+      APPLY.handle(message, session);
+      if (b.equals(message.header("idempotency-key"))) {
+        Thread.sleep(slow); // b's transaction ends past the bound since the session was taken at a
+      }
+    });
+    List<InboundMessage> messages =
+        List.of(StoreTests.message(a, "{}", 1), StoreTests.message(b, "{}", 1), StoreTests.message(c, "{}", 1));
+    List<Integer> activeAtAck = new ArrayList<>();
+    List<ProcessingOutcome> outcomes = new ArrayList<>();
+    try (MessageRun run = pipeline.openRun()) {
+      for (int i = 0; i < messages.size(); i++) {
+        InboundMessage next = i + 1 < messages.size() ? messages.get(i + 1) : null;
+        RecordedAcknowledgement ack = new RecordedAcknowledgement() {
+          @Override
+          public void ack() {
+            super.ack();
+            activeAtAck.add(pool.getHikariPoolMXBean().getActiveConnections());
+          }
+        };
+        outcomes.add(run.process(messages.get(i), ack, () -> next));
+      }
+    }
+    assertThat(outcomes).containsOnly(ProcessingOutcome.PROCESSED).hasSize(3);
+    // a carries b's claim (its connection stays out); b committed alone and handed it back; c had none to carry
+    assertThat(activeAtAck).containsExactly(1, 0, 0);
+    for (String key : List.of(a, b, c)) {
+      assertThat(effects(key)).as(key).isEqualTo(1);
+    }
+  }
+
+  @Test
   void closingTheRunRollsBackTheClaimSentForAMessageNotReached() throws Exception {
     IdempotentConsumer<SqlSession> pipeline = pipeline(store, APPLY);
     String a = "close-a-" + UUID.randomUUID();
