@@ -30,6 +30,14 @@ final class StoreTests {
 
   private StoreTests() {}
 
+  /** A handler that inserts the message's {@code idempotency-key} header into {@code effects(k)}. */
+  static final MessageHandler<SqlSession> INSERT_KEY_INTO_EFFECTS = (message, session) -> {
+    try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects VALUES (?)")) {
+      ps.setString(1, message.header("idempotency-key"));
+      ps.executeUpdate();
+    }
+  };
+
   /** A new schema's name, {@code prefix_<random>}; created. */
   static String newSchema(String prefix) {
     String schema = (prefix + "_" + UUID.randomUUID().toString().substring(0, 8))

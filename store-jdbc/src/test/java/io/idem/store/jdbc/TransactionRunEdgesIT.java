@@ -58,12 +58,7 @@ class TransactionRunEdgesIT {
     pool.close();
   }
 
-  private static final MessageHandler<SqlSession> APPLY = (message, session) -> {
-    try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects VALUES (?)")) {
-      ps.setString(1, message.header("idempotency-key"));
-      ps.executeUpdate();
-    }
-  };
+  private static final MessageHandler<SqlSession> APPLY = StoreTests.INSERT_KEY_INTO_EFFECTS;
 
   private static long effects(String key) throws Exception {
     return StoreTests.count(pool, "SELECT count(*) FROM effects WHERE k = '" + key + "'");

@@ -56,12 +56,7 @@ class TransactionRunIT {
     pool.close();
   }
 
-  private static final MessageHandler<SqlSession> APPLY = (message, session) -> {
-    try (PreparedStatement ps = session.getConnection().prepareStatement("INSERT INTO effects VALUES (?)")) {
-      ps.setString(1, message.header("idempotency-key"));
-      ps.executeUpdate();
-    }
-  };
+  private static final MessageHandler<SqlSession> APPLY = StoreTests.INSERT_KEY_INTO_EFFECTS;
 
   private static IdempotentConsumer<SqlSession> pipeline(MyBatisProcessedEventStore on, MessageHandler<SqlSession> handler) {
     return StoreTests.pipeline(on, handler, false);
