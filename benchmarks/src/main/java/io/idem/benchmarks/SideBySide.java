@@ -5,6 +5,7 @@ import io.idem.fixtures.KafkaFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.store.jdbc.RetentionJob;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -57,6 +58,14 @@ public final class SideBySide implements Callable<Integer> {
   List<String> variants;
   @Option(names = "--max-batch-size", defaultValue = "100", description = "the batch variants' maxBatchSize")
   int maxBatchSize;
+
+  @Option(names = "--purge-batch-size", defaultValue = "0",
+      description = "the paced purge's RetentionJob batchSize (0: its default)")
+  int purgeBatchSize;
+
+  @Option(names = "--purge-pause-ratio", defaultValue = "0",
+      description = "the paced purge's RetentionJob pauseRatio (0: its default)")
+  double purgePauseRatio;
 
   @Option(names = "--commit-interval-ms", defaultValue = "-1",
       description = "the Idem variants' Kafka commitInterval in ms (-1: the adapter's default, 100 ms; 0: after every poll)")
@@ -242,9 +251,14 @@ public final class SideBySide implements Callable<Integer> {
 
   // ---- retention purge against consumer latency ------------------------------------------
 
+  /**
+   * The consumer's latency with no purge, while {@link RetentionJob}'s paced pass (its defaults,
+   * what a user runs) deletes the expired markers, and while plain 1,000-row batches are deleted
+   * back to back (what the pacing exists to avoid).
+   */
   private void purgeLatency(OrderStream stream) throws Exception {
-    for (boolean purging : new boolean[] {false, true}) {
-      String name = "idem-" + (purging ? "with-purge" : "no-purge");
+    for (String purging : new String[] {"no-purge", "with-purge-paced", "with-purge-back-to-back"}) {
+      String name = "idem-" + purging;
       String load = Load.now();
       String id = runId(name);
       try (BenchDatabase db = BenchDatabase.create(jdbcUrl, jdbcUser, jdbcPassword, id, pool + 1)) {
@@ -256,31 +270,45 @@ public final class SideBySide implements Callable<Integer> {
         AtomicBoolean stop = new AtomicBoolean();
         AtomicLong purged = new AtomicLong();
         AtomicLong purgeNanos = new AtomicLong();
+        MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(Postgres.sessions(db)).build();
+        RetentionJob.Builder paced = RetentionJob.builder(store); // its defaults unless told otherwise
+        if (purgeBatchSize > 0) {
+          paced.batchSize(purgeBatchSize);
+        }
+        if (purgePauseRatio > 0) {
+          paced.pauseRatio(purgePauseRatio);
+        }
+        RetentionJob job = paced.build();
         Thread purger = new Thread(() -> {
-          MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(Postgres.sessions(db)).build();
           long start = System.nanoTime();
-          int n;
-          do {
-            n = store.purge(Instant.now().minus(Duration.ofDays(7)), 1000);
-            purged.addAndGet(n);
-          } while (n > 0 && !stop.get());
+          if (purging.endsWith("paced")) {
+            purged.set(job.purgeExpired());
+          } else {
+            int n;
+            do {
+              n = store.purge(Instant.now().minus(Duration.ofDays(7)), 1000);
+              purged.addAndGet(n);
+            } while (n > 0 && !stop.get());
+          }
           purgeNanos.set(System.nanoTime() - start);
         }, "purge");
+        boolean purges = !purging.equals("no-purge");
         try (AutoCloseable consumer = Consumers.start(Variant.IDEM,
             new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis), db, progress)) {
-          if (purging) {
+          if (purges) {
             purger.start();
           }
           progress.await(stream.size(), timeout);
           stop.set(true);
-          if (purging) {
+          job.close(); // ends a paced pass after its batch in hand
+          if (purges) {
             purger.join();
           }
         }
         record(new RunResult(1, name, stream.size(), progress.eventsPerSecond(), progress.wallMillis(), db.ledger(), load),
             "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99))
                 + " purged=" + purged.get() + " purge_ms=" + purgeNanos.get() / 1_000_000
-                + " purge_running_through_run=" + (purging && purged.get() < purgeMarkers));
+                + " purge_running_through_run=" + (purges && purged.get() < purgeMarkers));
         notes.put(name, "p99_ms=" + fmt(progress.latencyMillis(0.99)) + " purged=" + purged.get());
         Topics.delete(bootstrap, id);
       }
