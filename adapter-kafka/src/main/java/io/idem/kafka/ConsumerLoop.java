@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * The thread that owns the {@code KafkaConsumer} (which is not thread-safe): polls, runs each
  * partition's records through the pipeline in partition order ({@link PartitionRunner}: one by
  * one, or in runs of up to {@link KafkaConsumerConfig#maxBatchSize()} per transaction), commits
- * settled offsets (after each poll, or per {@link KafkaConsumerConfig#commitInterval()}), pauses partitions for
+ * settled offsets (at most every {@link KafkaConsumerConfig#commitInterval()}, 100 ms by default; zero: after each poll), pauses partitions for
  * retry backoffs, and commits on revocation and on close. Every consumer call happens on this
  * thread except {@link Consumer#wakeup()}, which Kafka documents as safe from any thread.
  */

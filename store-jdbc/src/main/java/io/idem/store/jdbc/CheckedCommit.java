@@ -22,6 +22,18 @@ import org.slf4j.LoggerFactory;
 final class CheckedCommit {
   private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
 
+  /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  /**
+   * What {@link #commitAndClaim} did with the next claim, the COMMIT before it having taken: the
+   * transaction begun with it (carried), or none — and then whether the claim's lock wait ran out
+   * (another transaction holds that key), so the next record is not made to wait a second time.
+   */
+  record AfterCommit(@Nullable OpenTransaction begun, boolean nextClaimTimedOut) {
+    static final AfterCommit NOTHING = new AfterCommit(null, false);
+  }
+
   /** SQLSTATE of the division by zero that the commit check raises on purpose. */
   private static final String DIVISION_BY_ZERO = "22012";
 
@@ -95,10 +107,11 @@ final class CheckedCommit {
    *       own needed committing; rolled back and {@code null} returned.
    * </ul>
    *
-   * @return the transaction begun, holding the claim's answer for {@code next}; {@code null} when
-   *     this transaction committed (or had nothing to commit) but nothing is carried
+   * @return the transaction begun, holding the claim's answer for {@code next}; or none when this
+   *     transaction committed (or had nothing to commit) but nothing is carried, with whether the
+   *     claim of {@code next} ran out of its lock timeout
    */
-  @Nullable OpenTransaction commitAndClaim(
+  AfterCommit commitAndClaim(
       SqlSession session, OpenTransaction transaction, ClaimStatement claims, NextClaim next)
       throws SQLException {
     session.flushStatements();
@@ -132,24 +145,26 @@ final class CheckedCommit {
       if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
         throw new HandlerEndedTransaction(e);
       }
+      // 55P03 can only come from the claim, which runs after the COMMIT
+      boolean timedOut = LOCK_NOT_AVAILABLE.equals(e.getSQLState());
       if (!check) {
         rollBackQuietly(connection);
-        return null;
+        return new AfterCommit(null, timedOut);
       }
       if (committed(connection, txid)) {
-        LOG.debug("committed; the claim of the next key '{}' sent with the COMMIT failed and is made"
-            + " again on its own: {}", key, e.toString());
-        return null;
+        LOG.debug("committed; the claim of the next key '{}' sent with the COMMIT failed: {}", key,
+            e.toString());
+        return new AfterCommit(null, timedOut);
       }
       throw e;
     }
     if (answer == null || DriverTransactions.ofAnyDriver(connection) != DriverTransactions.State.OPEN) {
       rollBackQuietly(connection); // cannot happen on pgjdbc; carry nothing rather than guess
-      return null;
+      return AfterCommit.NOTHING;
     }
     // MyBatis did not see this COMMIT: its local cache still holds the committed transaction's reads
     session.clearCache();
-    return OpenTransaction.preclaimed(group, key, fingerprint, answer);
+    return new AfterCommit(OpenTransaction.preclaimed(group, key, fingerprint, answer), false);
   }
 
   /**

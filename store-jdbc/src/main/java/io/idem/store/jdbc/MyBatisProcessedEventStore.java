@@ -16,6 +16,7 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -251,12 +252,24 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     /** The session whose transaction was begun with the claim of the announced key, if any. */
     private @Nullable SqlSession carriedSession;
     private @Nullable OpenTransaction carried;
+    /** The claim sent ahead that ran out of its lock timeout, if the last call's did. */
+    private @Nullable NextClaim timedOut;
     /** When the session in use (or carried) was taken from the pool, {@link System#nanoTime()}. */
     private long sessionOpenedNanos;
 
     @Override
     public <T> T inTransaction(TransactionWork<SqlSession, T> work, IdempotencyKey key,
         byte[] payloadFingerprint, Supplier<@Nullable NextClaim> next) throws Exception {
+      NextClaim waited = timedOut;
+      timedOut = null;
+      if (waited != null && waited.key().equals(key)
+          && Arrays.equals(waited.payloadFingerprint(), payloadFingerprint)) {
+        // the claim sent ahead already waited the whole lock timeout behind another transaction
+        // holding this key: retried (not an attempt) without making the record wait a second time
+        throw new TransactionRetryException("the claim of key '" + key.value() + "' sent with the"
+            + " previous message's COMMIT waited longer than the claim lock timeout (" + lockTimeout
+            + ") behind another transaction holding the same key; not claimed again now", null);
+      }
       SqlSession session = carriedSession;
       OpenTransaction transaction = carried;
       carriedSession = null;
@@ -284,6 +297,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
           carried = committed.begun();
           keep = true;
         }
+        timedOut = committed.timedOut();
         return committed.result();
       } finally {
         if (!keep) {
@@ -297,6 +311,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       SqlSession session = carriedSession;
       carriedSession = null;
       carried = null;
+      timedOut = null;
       if (session != null) {
         rollBackAndClose(session);
       }
@@ -339,7 +354,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   }
 
   /** What a run's transaction returned, and the next transaction begun with its COMMIT, if any. */
-  private record Committed<T>(T result, @Nullable OpenTransaction begun) {}
+  private record Committed<T>(T result, @Nullable OpenTransaction begun, @Nullable NextClaim timedOut) {}
 
   /** {@link #runAndCommit} for a run, with the next claim sent with the COMMIT when it may be. */
   private <T> Committed<T> runAndCommit(SqlSession session, OpenTransaction transaction,
@@ -359,9 +374,10 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       NextClaim following = carries(session, transaction) ? ask(next) : null;
       if (following == null) {
         commit.commit(session, transaction);
-        return new Committed<>(result, null);
+        return new Committed<>(result, null, null);
       }
-      return new Committed<>(result, commit.commitAndClaim(session, transaction, claims, following));
+      CheckedCommit.AfterCommit after = commit.commitAndClaim(session, transaction, claims, following);
+      return new Committed<>(result, after.begun(), after.nextClaimTimedOut() ? following : null);
     } catch (Throwable failure) {
       throw failures.failed(session, transaction, failure);
     }
