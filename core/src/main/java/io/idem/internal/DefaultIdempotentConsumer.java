@@ -30,6 +30,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -104,8 +105,19 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
 
   @Override
   public ProcessingOutcome process(InboundMessage message, Acknowledgement acknowledgement) {
-    long start = System.nanoTime();
-    KeyOrReason keyed = keys.key(message);
+    return keyedOrKeyless(keys.key(message), null, acknowledgement, System.nanoTime(), null);
+  }
+
+  /**
+   * A delivery whose key, or reason for none, is known: dead-lettered when keyless, else announced
+   * and processed in a transaction of its own — opened by {@code inRun} (given the key and
+   * fingerprint) when it belongs to a {@link MessageRun}, by the store otherwise.
+   *
+   * @param fingerprint the event's SHA-256 when already computed, else {@code null}
+   */
+  private ProcessingOutcome keyedOrKeyless(KeyOrReason keyed, byte @Nullable [] fingerprint,
+      Acknowledgement acknowledgement, long start,
+      @Nullable BiFunction<IdempotencyKey, byte[], Transactions<C>> inRun) {
     IdempotencyKey key = keyed.key();
     // from here on the event inside the delivery's envelopes, if it had any (EnvelopeFormat)
     InboundMessage event = keyed.message();
@@ -113,7 +125,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       return settlement.deadLetterKeyless(event, keyed, acknowledgement, start);
     }
     keys.announce(event, key);
-    return processKeyed(event, key, Fingerprints.sha256(event.payload()), acknowledgement, start);
+    byte[] print = fingerprint != null ? fingerprint : Fingerprints.sha256(event.payload());
+    return processKeyed(event, key, print, acknowledgement, start,
+        inRun == null ? store::inTransaction : inRun.apply(key, print));
   }
 
   /** See {@link BatchProcessor}. */
@@ -161,18 +175,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       peeked = null;
       peekedKey = null;
       peekedFingerprint = null;
-      IdempotencyKey key = keyed.key();
-      InboundMessage event = keyed.message();
-      if (key == null) {
-        return settlement.deadLetterKeyless(event, keyed, acknowledgement, start);
-      }
-      keys.announce(event, key);
-      byte[] print = fingerprint != null ? fingerprint : Fingerprints.sha256(event.payload());
-      if (naturallyIdempotent) {
-        return processKeyed(event, key, print, acknowledgement, start); // nothing to claim ahead
-      }
-      return processKeyed(event, key, print, acknowledgement, start,
-          work -> transactions.inTransaction(work, key, print, () -> peek(next)));
+      // a naturally idempotent pipeline claims nothing, so there is nothing to claim ahead
+      return keyedOrKeyless(keyed, fingerprint, acknowledgement, start, naturallyIdempotent ? null
+          : (key, print) -> work -> transactions.inTransaction(work, key, print, () -> peek(next)));
     }
 
     /**

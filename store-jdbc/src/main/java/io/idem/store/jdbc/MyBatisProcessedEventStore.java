@@ -200,7 +200,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   public <T> T inTransaction(TransactionWork<SqlSession, T> work) throws Exception {
     SqlSession session = openTransactionSession();
     try {
-      return runAndCommit(session, new OpenTransaction(), work);
+      return runAndCommit(session, new OpenTransaction(), work, null).result();
     } finally {
       closeSession(session);
     }
@@ -336,29 +336,15 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return session;
   }
 
-  /** Runs the work in the session's transaction and commits it; failures classified once. */
-  private <T> T runAndCommit(SqlSession session, OpenTransaction transaction, TransactionWork<SqlSession, T> work)
-      throws Exception {
-    T result;
-    try {
-      result = work.run(GuardedSession.wrap(session, transaction));
-    } catch (Throwable failure) {
-      throw failures.failed(session, transaction, failure);
-    }
-    try {
-      commit.commit(session, transaction);
-    } catch (Throwable failure) {
-      throw failures.failed(session, transaction, failure);
-    }
-    return result;
-  }
-
   /** What a run's transaction returned, and the next transaction begun with its COMMIT, if any. */
   private record Committed<T>(T result, @Nullable OpenTransaction begun, @Nullable NextClaim timedOut) {}
 
-  /** {@link #runAndCommit} for a run, with the next claim sent with the COMMIT when it may be. */
+  /**
+   * Runs the work in the session's transaction and commits it, failures classified once; in a run
+   * ({@code next} given) the next claim is sent with the COMMIT when it may be.
+   */
   private <T> Committed<T> runAndCommit(SqlSession session, OpenTransaction transaction,
-      TransactionWork<SqlSession, T> work, Supplier<@Nullable NextClaim> next) throws Exception {
+      TransactionWork<SqlSession, T> work, @Nullable Supplier<@Nullable NextClaim> next) throws Exception {
     T result;
     try {
       result = work.run(GuardedSession.wrap(session, transaction));
@@ -371,7 +357,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       // asked inside the try: whatever escapes it still rolls this transaction back
-      NextClaim following = carries(session, transaction) ? ask(next) : null;
+      NextClaim following = next != null && carries(session, transaction) ? ask(next) : null;
       if (following == null) {
         commit.commit(session, transaction);
         return new Committed<>(result, null, null);
