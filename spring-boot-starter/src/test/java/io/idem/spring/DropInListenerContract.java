@@ -32,6 +32,11 @@ abstract class DropInListenerContract {
   /** Sends {@code body} with the idempotency key {@code key} to the listener's source. */
   abstract void send(String key, String body);
 
+  /** {@code idem.retry.max-attempts} of the application under test. */
+  int maxAttempts() {
+    return MAX_ATTEMPTS;
+  }
+
   /** The headers of the dead letter of {@code key}, or {@code null} while there is none. */
   private @Nullable Map<String, String> deadLetter(String key) {
     return deadLetters.of(key);
@@ -67,10 +72,11 @@ abstract class DropInListenerContract {
     Map<String, String> headers = deadLetter(key);
     assertThat(headers).containsEntry(DeadLetterReason.HEADER_CONSUMER_GROUP, GROUP)
         .containsEntry(DeadLetterReason.HEADER_KEY, key)
-        .containsEntry(DeadLetterReason.HEADER_ATTEMPT, String.valueOf(MAX_ATTEMPTS));
+        .containsEntry(DeadLetterReason.HEADER_ATTEMPT, String.valueOf(maxAttempts()));
+    assertThat(headers.get(DeadLetterReason.HEADER_DETAIL)).contains("attempt " + maxAttempts() + " of " + maxAttempts());
     assertThat(headers.get(DeadLetterReason.HEADER_DETAIL)).contains("injected failure");
     await().atMost(WAIT).until(() -> outcomes.of(key).contains(ProcessingOutcome.DEAD_LETTERED));
-    assertThat(payments.runs(key)).isEqualTo(MAX_ATTEMPTS);
+    assertThat(payments.runs(key)).isEqualTo(maxAttempts());
     assertThat(payments.rows(key)).as("the handler's writes, rolled back with the marker").isZero();
     assertThat(processed(key)).isFalse();
   }

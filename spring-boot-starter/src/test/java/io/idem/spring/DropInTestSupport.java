@@ -71,9 +71,15 @@ final class DropInTestSupport {
 
   @Configuration(proxyBeanMethods = false)
   static class Beans {
+    /**
+     * A schema of its own, kept until the test JVM ends: Spring's context cache shares one
+     * application between the test classes of the same configuration, so the schema must outlive
+     * the class that created it.
+     */
     @Bean
     DataSource dataSource() {
-      DataSource pool = PostgresFixture.shared().newSchemaDataSource("spring_dropin");
+      com.zaxxer.hikari.HikariDataSource pool = PostgresFixture.shared().newSchema("spring_dropin");
+      io.idem.fixtures.TestSchemas.keepForJvm(pool.getSchema());
       new JdbcTemplate(pool).execute(
           "CREATE TABLE payments (id text NOT NULL, body text NOT NULL)");
       return pool;
@@ -149,7 +155,8 @@ final class DropInTestSupport {
   /**
    * The listener's business logic: one row in {@code payments} per run, written with the
    * application's JdbcTemplate; a body starting with {@code poison} then always fails, one
-   * starting with {@code flaky} fails on its first run only.
+   * starting with {@code flaky} fails on its first run only, {@code flaky<n>} on its first
+   * {@code n} runs.
    */
   static final class Payments {
     private final JdbcTemplate jdbc;
@@ -162,9 +169,17 @@ final class DropInTestSupport {
     void apply(String key, String body) {
       int run = runs.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
       jdbc.update("INSERT INTO payments (id, body) VALUES (?, ?)", key, body);
-      if (body.startsWith("poison") || (body.startsWith("flaky") && run == 1)) {
+      if (body.startsWith("poison") || (body.startsWith("flaky") && run <= failuresOf(body))) {
         throw new IllegalStateException("injected failure of " + key + " on run " + run);
       }
+    }
+
+    private static int failuresOf(String body) {
+      int end = "flaky".length();
+      while (end < body.length() && Character.isDigit(body.charAt(end))) {
+        end++;
+      }
+      return end == "flaky".length() ? 1 : Integer.parseInt(body.substring("flaky".length(), end));
     }
 
     int runs(String key) {
