@@ -30,6 +30,10 @@ interface Unconvertible {
           || t instanceof org.springframework.core.convert.ConversionException) {
         return true;
       }
+      if (t instanceof org.springframework.messaging.MessageHandlingException handling
+          && handling.getMessage() != null && handling.getMessage().contains("Missing header")) {
+        return true; // a required @Header the message does not have (spring-messaging's resolvers)
+      }
       String name = t.getClass().getName();
       if (name.equals("org.springframework.kafka.support.converter.ConversionException")
           || name.equals("org.springframework.amqp.support.converter.MessageConversionException")

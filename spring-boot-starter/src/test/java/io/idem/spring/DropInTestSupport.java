@@ -125,6 +125,7 @@ final class DropInTestSupport {
   static final class Outcomes implements IdempotencyListener {
     private final Map<String, List<ProcessingOutcome>> byKey = new ConcurrentHashMap<>();
     private final Map<String, List<RuntimeException>> failedAcknowledgements = new ConcurrentHashMap<>();
+    private final Map<String, List<Long>> failedAcknowledgementNanos = new ConcurrentHashMap<>();
 
     @Override
     public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
@@ -138,12 +139,18 @@ final class DropInTestSupport {
     public void onAcknowledgementFailure(InboundMessage message, @Nullable IdempotencyKey key,
         ProcessingOutcome intended, RuntimeException failure, Duration elapsed) {
       if (key != null) {
+        failedAcknowledgementNanos.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(System.nanoTime());
         failedAcknowledgements.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(failure);
       }
     }
 
     List<ProcessingOutcome> of(String key) {
       return byKey.getOrDefault(key, List.of());
+    }
+
+    /** When (System.nanoTime) each acknowledgement of {@code key} threw, in order. */
+    List<Long> failedAcknowledgementTimes(String key) {
+      return failedAcknowledgementNanos.getOrDefault(key, List.of());
     }
 
     /** What the acknowledgement threw for {@code key} (a dead-letter copy that could not be stored…). */
