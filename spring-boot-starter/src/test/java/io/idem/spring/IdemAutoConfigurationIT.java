@@ -126,6 +126,19 @@ class IdemAutoConfigurationIT {
   }
 
   /** A POJO listener is taken (no start-up refusal of String/POJO listeners any more) … */
+  /** The outbox relay of idem.outbox.* runs with the context and stops with it. */
+  @Test
+  void theOutboxRelayStartsAndStopsWithTheContext() {
+    IdemOutboxRelay[] relay = new IdemOutboxRelay[1];
+    kafka().withPropertyValues("idem.outbox.publisher=kafka").run(context -> {
+      assertThat(context).hasNotFailed().hasSingleBean(IdemOutbox.class)
+          .hasSingleBean(io.idem.store.jdbc.Outbox.class);
+      relay[0] = context.getBean(IdemOutboxRelay.class);
+      assertThat(relay[0].isRunning()).isTrue();
+    });
+    assertThat(relay[0].isRunning()).as("stopped with the context").isFalse();
+  }
+
   @Test
   void aPojoListenerIsTakenOver() {
     kafka().withBean(PayloadOnlyListener.class).run(context -> assertThat(context).hasNotFailed());

@@ -40,7 +40,7 @@ import org.springframework.test.context.DynamicPropertySource;
     "idem.retry.max-backoff=50ms",
     "idem.retention.enabled=false",
     "logging.level.org.springframework.jms=ERROR"})
-abstract class JmsDropInApp extends DropInListenerContract {
+abstract class JmsDropInApp extends DropInTest {
   static final String RUN = UUID.randomUUID().toString();
   static final String MESSAGES = "spring-dropin-" + RUN;
   static final String TEXTS = "spring-dropin-texts-" + RUN;

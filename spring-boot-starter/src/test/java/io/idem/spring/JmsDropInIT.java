@@ -1,10 +1,10 @@
 package io.idem.spring;
 
 /** {@code @Idempotent} on a {@code @JmsListener} taking a {@code jakarta.jms.Message} ({@link JmsDropInApp}). */
-class JmsDropInIT extends JmsDropInApp {
+class JmsDropInIT extends JmsDropInApp implements DropInListenerContract {
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(MESSAGES, key, body);
   }
 }

@@ -44,12 +44,14 @@ import org.springframework.test.context.DynamicPropertySource;
     "idem.retry.max-backoff=40ms",
     "idem.retention.enabled=false",
     "idem.dead-letter.spring-kafka-headers=true",
+    "idem.outbox.publisher=kafka",
+    "idem.outbox.relay.poll-interval=50ms",
     "spring.kafka.consumer.auto-offset-reset=earliest",
     // a partition Idem paused for a backoff resumes at the container's next poll
-    "spring.kafka.listener.poll-timeout=500ms",
+    "spring.kafka.listener.poll-timeout=200ms",
     // the hand-backs of the last listener: logged by Spring Kafka at DEBUG only
     "logging.level.org.springframework.kafka=WARN"})
-abstract class KafkaDropInApp extends DropInListenerContract {
+abstract class KafkaDropInApp extends DropInTest {
   /** Above Spring Kafka's default error handler's 10 deliveries, which would skip the record. */
   static final int MAX_ATTEMPTS = 12;
   static final String RUN = UUID.randomUUID().toString();
@@ -57,7 +59,9 @@ abstract class KafkaDropInApp extends DropInListenerContract {
   static final String POJOS = "spring-dropin-pojos-" + RUN;
   static final String HAND_BACKS = "spring-dropin-handbacks-" + RUN;
   static final String BATCHES = "spring-dropin-batches-" + RUN;
-  static final List<String> TOPICS = List.of(RECORDS, POJOS, HAND_BACKS, BATCHES);
+  static final String ORDERS = "spring-dropin-orders-" + RUN;
+  static final String RECEIPTS = "spring-dropin-receipts-" + RUN;
+  static final List<String> TOPICS = List.of(RECORDS, POJOS, HAND_BACKS, BATCHES, ORDERS, RECEIPTS);
 
   @DynamicPropertySource
   static void kafka(DynamicPropertyRegistry registry) {
@@ -71,13 +75,15 @@ abstract class KafkaDropInApp extends DropInListenerContract {
     registry.add("test.pojos", () -> POJOS);
     registry.add("test.hand-backs", () -> HAND_BACKS);
     registry.add("test.batches", () -> BATCHES);
+    registry.add("test.orders", () -> ORDERS);
+    registry.add("test.receipts", () -> RECEIPTS);
   }
 
   @Autowired KafkaTemplate<String, String> template;
   @Autowired DeadLetters deadLetterRecords;
 
   @Override
-  int maxAttempts() {
+  public int maxAttempts() {
     return MAX_ATTEMPTS;
   }
 
@@ -104,7 +110,7 @@ abstract class KafkaDropInApp extends DropInListenerContract {
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
-  @Import({DropInTestSupport.Beans.class, Listeners.class, DeadLetters.class})
+  @Import({DropInTestSupport.Beans.class, Listeners.class, DeadLetters.class, Receipts.class})
   static class App {
     /** JSON to a {@code @Payload} POJO, Spring Kafka's way; the record value stays a String. */
     @Bean
@@ -164,13 +170,42 @@ abstract class KafkaDropInApp extends DropInListenerContract {
     }
   }
 
+  /**
+   * The outbox in a listener: a receipt per order, enqueued in Idem's transaction with the
+   * order's key, published by the starter's relay ({@code idem.outbox.publisher=kafka}); and a
+   * reader of the receipts topic.
+   */
+  static class Receipts {
+    @Autowired DropInTestSupport.Payments payments;
+    @Autowired IdemOutbox outbox;
+    private final Map<String, String> published = new ConcurrentHashMap<>();
+
+    @KafkaListener(topics = "${test.orders}", groupId = "${test.orders}-billing")
+    @Idempotent(consumerGroup = GROUP)
+    public void onOrder(@Payload Payment order) {
+      payments.apply(order.id(), order.note());
+      outbox.enqueue(RECEIPTS, ("receipt for " + order.note()).getBytes(StandardCharsets.UTF_8));
+    }
+
+    @KafkaListener(topics = "${test.receipts}", groupId = "${test.receipts}-reader")
+    public void onReceipt(ConsumerRecord<String, String> record) {
+      org.apache.kafka.common.header.Header key = record.headers().lastHeader("idempotency-key");
+      published.merge(new String(key.value(), StandardCharsets.UTF_8), record.value(), (a, b) -> a + "|" + b);
+    }
+
+    /** The receipts published, by idempotency key (several joined with {@code |}). */
+    Map<String, String> published() {
+      return published;
+    }
+  }
+
   /** Reads the dead-letter topics, as an operator's tool would. */
   static class DeadLetters {
     @Autowired DropInTestSupport.DeadLetterInbox inbox;
     final Map<String, ConsumerRecord<String, String>> records = new ConcurrentHashMap<>();
 
     @KafkaListener(topics = {"${test.records}.DLT", "${test.pojos}.DLT", "${test.hand-backs}.DLT",
-        "${test.batches}.DLT"}, groupId = "${test.records}-dlt")
+        "${test.batches}.DLT", "${test.orders}.DLT"}, groupId = "${test.records}-dlt")
     public void onDeadLetter(ConsumerRecord<String, String> record) {
       Map<String, String> headers = new ConcurrentHashMap<>();
       for (org.apache.kafka.common.header.Header header : record.headers()) {

@@ -19,13 +19,13 @@ import org.junit.jupiter.api.Test;
  * retries: 10 runs, then skipped — no effect, no dead letter), and one that fails 11 times is
  * applied on its 12th run.
  */
-abstract class KafkaOwnsRetriesContract extends KafkaDropInApp {
+abstract class KafkaOwnsRetriesContract extends KafkaDropInApp implements DropInListenerContract {
 
   /** The topic of the listener under test. */
   abstract String topic();
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(topic(), key, body, true);
   }
 

@@ -6,10 +6,10 @@ package io.idem.spring;
  * from the POJO through {@code key = "#payment.id"} (the record carries no key header). The
  * drop-in contract holds as for the {@code ConsumerRecord} form ({@link KafkaDropInApp}).
  */
-class KafkaPojoDropInIT extends KafkaDropInApp {
+class KafkaPojoDropInIT extends KafkaDropInApp implements DropInListenerContract {
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(POJOS, key, json(key, body), false);
   }
 }

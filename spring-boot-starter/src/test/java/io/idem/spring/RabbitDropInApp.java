@@ -38,7 +38,7 @@ import org.springframework.test.context.DynamicPropertySource;
     "idem.retention.enabled=false",
     "spring.rabbitmq.listener.simple.default-requeue-rejected=false",
     "logging.level.org.springframework.amqp.rabbit=ERROR"})
-abstract class RabbitDropInApp extends DropInListenerContract {
+abstract class RabbitDropInApp extends DropInTest {
   static final String RUN = UUID.randomUUID().toString();
   static final String MESSAGES = "spring-dropin-" + RUN;
   static final String TEXTS = "spring-dropin-texts-" + RUN;

@@ -25,11 +25,11 @@ import org.springframework.beans.factory.annotation.Autowired;
  * RabbitDropInApp}): the drop-in contract under {@code default-requeue-rejected=false}, and issue
  * 24's case 5, a delivery that cannot be settled.
  */
-class RabbitDropInIT extends RabbitDropInApp {
+class RabbitDropInIT extends RabbitDropInApp implements DropInListenerContract {
   @Autowired AmqpAdmin admin;
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(MESSAGES, key, body, true);
   }
 

@@ -15,10 +15,10 @@ import org.junit.jupiter.api.Test;
  * form; a message the container cannot convert for the method (here: without the required header)
  * is dead-lettered, never dropped.
  */
-class RabbitTextDropInIT extends RabbitDropInApp {
+class RabbitTextDropInIT extends RabbitDropInApp implements DropInListenerContract {
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(TEXTS, key, body, true);
   }
 

@@ -44,7 +44,7 @@ import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
     "spring.cloud.aws.sqs.enabled=true",
     "spring.cloud.aws.credentials.access-key=idem",
     "spring.cloud.aws.credentials.secret-key=idem"})
-abstract class SqsDropInApp extends DropInListenerContract {
+abstract class SqsDropInApp extends DropInTest {
   static final String RUN = UUID.randomUUID().toString();
   static final String MESSAGES = "spring-dropin-" + RUN;
   static final String POJOS = "spring-dropin-pojos-" + RUN;

@@ -5,10 +5,10 @@ package io.idem.spring;
  * SqsDropInApp}): the drop-in contract, under a container error handler that would have the
  * container delete every failed message.
  */
-class SqsDropInIT extends SqsDropInApp {
+class SqsDropInIT extends SqsDropInApp implements DropInListenerContract {
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(MESSAGES, key, body, true);
   }
 }

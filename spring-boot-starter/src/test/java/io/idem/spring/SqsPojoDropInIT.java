@@ -5,10 +5,10 @@ package io.idem.spring;
  * JSON body ({@code keyJsonPointer = "/id"}; the message carries no key attribute) ({@link
  * SqsDropInApp}).
  */
-class SqsPojoDropInIT extends SqsDropInApp {
+class SqsPojoDropInIT extends SqsDropInApp implements DropInListenerContract {
 
   @Override
-  void send(String key, String body) {
+  public void send(String key, String body) {
     send(POJOS, key, json(key, body), false);
   }
 }
