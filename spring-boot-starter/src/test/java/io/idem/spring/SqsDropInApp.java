@@ -31,7 +31,8 @@ import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
  * the JSON ({@code keyJsonPointer}). The container factory has an <b>error handler that completes
  * normally</b>, under which Spring Cloud AWS deletes a failed message (lost: no effect, no dead
  * letter) — Idem's hand-backs never reach it, so the message comes back when its visibility
- * timeout (1 s) runs out.
+ * timeout (3 s, longer than the container's 1 s acknowledgement interval, so that a delete would
+ * land before the redelivery) runs out.
  */
 @SpringBootTest(classes = SqsDropInApp.App.class, properties = {
     "spring.main.banner-mode=off",
@@ -115,7 +116,7 @@ abstract class SqsDropInApp extends DropInTest {
   static class Listeners {
     @Autowired DropInTestSupport.Payments payments;
 
-    @SqsListener(value = "${test.queue}", messageVisibilitySeconds = "1", pollTimeoutSeconds = "1")
+    @SqsListener(value = "${test.queue}", messageVisibilitySeconds = "3", pollTimeoutSeconds = "1")
     @Idempotent(consumerGroup = GROUP)
     public void onPayment(Message<String> message) {
       payments.apply(sourceData(message).messageAttributes().get("idempotency-key").stringValue(),
@@ -123,7 +124,7 @@ abstract class SqsDropInApp extends DropInTest {
     }
 
     /** As Spring users write it: a POJO from the JSON body, the key a field of it. */
-    @SqsListener(value = "${test.pojos}", messageVisibilitySeconds = "1", pollTimeoutSeconds = "1")
+    @SqsListener(value = "${test.pojos}", messageVisibilitySeconds = "3", pollTimeoutSeconds = "1")
     @Idempotent(consumerGroup = GROUP, keyJsonPointer = "/id")
     public void onPojo(@Payload Payment payment) {
       payments.apply(payment.id(), payment.note());
