@@ -424,15 +424,19 @@ public final class IdempotencyKeyEndpoint<C> {
     protected void inTransaction(IdempotencyKey key, C transaction) throws Exception {
       responses.beforeHandler(transaction);
       capture.clear();
-      handler.handle(request, capture, transaction);
-      if (capture.getStatus() >= 500) {
-        throw new AnsweredFailure(capture.getStatus());
-      }
       StoredResponse stored;
       try {
+        handler.handle(request, capture, transaction);
+        if (capture.getStatus() >= 500) {
+          throw new AnsweredFailure(capture.getStatus());
+        }
         stored = capture.toStored(storedHeaders);
-      } catch (CapturingResponse.ResponseTooLargeException e) {
-        throw new NonRetryableException(e.getMessage(), e); // the same request would fail again
+      } catch (Exception e) {
+        if (capture.overflowed()) { // whatever the handler made of it: the same request fails again
+          throw new NonRetryableException(new CapturingResponse.ResponseTooLargeException(
+              maxResponseBytes).getMessage(), e);
+        }
+        throw e;
       }
       responses.save(transaction, key, stored);
     }

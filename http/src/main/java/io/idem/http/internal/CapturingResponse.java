@@ -50,7 +50,7 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
   public static final class ResponseTooLargeException extends IOException {
     private static final long serialVersionUID = 1L;
 
-    ResponseTooLargeException(int max) {
+    public ResponseTooLargeException(int max) {
       super("the response body is larger than the " + max + " bytes kept for it"
           + " (maxResponseBytes); nothing was applied");
     }
