@@ -103,15 +103,15 @@ final class HttpTests {
     }
   }
 
-  /** Tomcat logs through java.util.logging: its own errors only, as the fixtures' servers. */
-  private static final java.util.logging.Logger TOMCAT_LOG = java.util.logging.Logger.getLogger("org.apache");
-
-  static {
-    TOMCAT_LOG.setLevel(java.util.logging.Level.SEVERE);
-  }
-
   /** An embedded Tomcat on a free port of 127.0.0.1. */
   static final class Server implements AutoCloseable {
+    /** Tomcat logs through java.util.logging: its own errors only, as the fixtures' servers. */
+    private static final java.util.logging.Logger TOMCAT_LOG = java.util.logging.Logger.getLogger("org.apache");
+
+    static {
+      TOMCAT_LOG.setLevel(java.util.logging.Level.SEVERE);
+    }
+
     private final Tomcat tomcat = new Tomcat();
     private final Context context;
     private final Path base;
