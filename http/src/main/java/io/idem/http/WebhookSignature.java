@@ -72,6 +72,15 @@ public interface WebhookSignature {
     return new StandardWebhooksSignature(tolerance(tolerance), secrets("standardWebhooks", secrets));
   }
 
+  /**
+   * The {@code Stripe-Signature} header a Stripe-style sender sends for {@code body} at {@code
+   * timestampSeconds} (unix seconds) under {@code secret}: {@code t=…,v1=<hex HMAC-SHA256 of
+   * "t.body">}. For tests and senders of your own.
+   */
+  static String stripeSignatureHeader(String secret, long timestampSeconds, byte[] body) {
+    return StripeSignature.sign(secret, timestampSeconds, body);
+  }
+
   private static Duration tolerance(Duration tolerance) {
     Objects.requireNonNull(tolerance, "tolerance");
     if (tolerance.isNegative() || tolerance.toSeconds() < 1) {
