@@ -60,6 +60,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class WebhookEndpoint<C> {
   private static final Logger LOG = LoggerFactory.getLogger(WebhookEndpoint.class);
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
   /** Default {@link Builder#maxBodyBytes}: 1 MiB. */
   public static final int DEFAULT_MAX_BODY_BYTES = 1 << 20;
@@ -192,7 +193,7 @@ public final class WebhookEndpoint<C> {
 
   private static String jsonString(String text) {
     try {
-      return new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(text);
+      return JSON.writeValueAsString(text);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IllegalStateException(e);
     }

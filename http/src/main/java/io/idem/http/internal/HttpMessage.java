@@ -16,7 +16,7 @@ import java.util.UUID;
  * One HTTP request as the pipeline's {@link InboundMessage}: the source is the endpoint, the
  * headers the request's (looked up in any case, several values of one name joined with {@code
  * ", "}), the payload what the fingerprint covers — {@code METHOD SP request-target LF body} — and
- * the broker message id a new UUID per request, so that a dead-letter decision recorded for one
+ * the broker message id unique per request (a random prefix per JVM and a counter), so that a dead-letter decision recorded for one
  * request is released by the next one with its key (docs/HTTP.md, "Failures"). The key was read
  * and checked before (it is carried here for the pipeline's key extractor), and so was the body.
  * Every request is delivery attempt 1: the client's retries are new requests. Immutable but for
@@ -27,7 +27,11 @@ public final class HttpMessage implements InboundMessage {
   private final Map<String, String> headers;
   private final byte[] payload;
   private final byte[] body;
-  private final String id = UUID.randomUUID().toString();
+  /** This JVM's prefix of request ids: random, so two instances never share one. */
+  private static final String JVM = UUID.randomUUID().toString();
+  private static final java.util.concurrent.atomic.AtomicLong NEXT = new java.util.concurrent.atomic.AtomicLong();
+
+  private final String id = JVM + "/" + NEXT.incrementAndGet();
   private final Instant receivedAt = Instant.now();
   private final HttpServletRequest request;
   private final String key;
