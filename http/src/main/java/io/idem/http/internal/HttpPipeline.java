@@ -22,14 +22,20 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A {@link ProcessingOutcome#RETRY_TRANSACTION} that is not the claim's lock timeout (a
  * deadlock, a serialization failure: nothing was applied, nobody was at fault) is run again here,
- * at most {@value #TRANSACTION_RETRIES} times, after the pipeline's short random delay; the claim's
- * lock timeout is returned at once (the endpoint answers 409). Thread-safe.
+ * at most {@value #TRANSACTION_RETRIES} times, after the pipeline's short random delay. The claim's
+ * lock timeout is tried {@value #IN_FLIGHT_CHECKS} times, 2 ms apart, before it is returned (the
+ * endpoint answers 409): a 1 ms timeout can also run out on a brief wait for a lock that is not the
+ * key's (the relation extension lock of a concurrent insert). Thread-safe.
  *
  * @param <C> the store's transaction context
  */
 public final class HttpPipeline<C> {
   /** Runs of a request whose transaction PostgreSQL asked to retry: {@value}. */
   static final int TRANSACTION_RETRIES = 3;
+  /** Claims that must time out in a row before a key is answered as in flight: {@value}. */
+  static final int IN_FLIGHT_CHECKS = 3;
+  /** The pause between two of them: 2 ms. */
+  static final Duration IN_FLIGHT_PAUSE = Duration.ofMillis(2);
 
   private final IdempotentConsumer<C> consumer;
 
@@ -60,15 +66,24 @@ public final class HttpPipeline<C> {
    */
   public ProcessingOutcome process(HttpMessage message) {
     Exchange<?> exchange = message.exchange();
+    int timeouts = 0;
     for (int run = 1; ; run++) {
       exchange.clearRun();
       ProcessingOutcome outcome = consumer.process(message, exchange);
-      if (outcome != ProcessingOutcome.RETRY_TRANSACTION || exchange.claimTimedOut()
-          || run >= TRANSACTION_RETRIES) {
+      if (outcome != ProcessingOutcome.RETRY_TRANSACTION) {
         return outcome;
       }
+      if (exchange.claimTimedOut()) {
+        // a short lock timeout also runs out on a brief wait for another lock the INSERT needs
+        // (PostgreSQL's relation extension lock is a heavyweight lock): the key is "in flight"
+        // only when the claim times out IN_FLIGHT_CHECKS times in a row
+        if (++timeouts >= IN_FLIGHT_CHECKS || !sleep(IN_FLIGHT_PAUSE)) {
+          return outcome;
+        }
+        continue;
+      }
       Duration delay = exchange.retryDelay();
-      if (delay != null && !delay.isZero() && !sleep(delay)) {
+      if (run >= TRANSACTION_RETRIES || (delay != null && !delay.isZero() && !sleep(delay))) {
         return outcome;
       }
     }

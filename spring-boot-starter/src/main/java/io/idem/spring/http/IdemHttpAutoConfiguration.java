@@ -76,6 +76,7 @@ public class IdemHttpAutoConfiguration {
       JdbcStoredResponses responses = JdbcStoredResponses.builder(dataSource)
           .tableName(http.getTableName())
           .processedEventsTable(idem.getTableName())
+          .resetLockTimeout(http.isResetLockTimeout())
           .createTableIfMissing(idem.getSchema() != IdemProperties.Schema.NONE)
           .build();
       IdemListenerFactory factory = listeners.getIfAvailable();

@@ -24,6 +24,7 @@ public class IdemHttpProperties {
   private String tableName = JdbcStoredResponses.DEFAULT_TABLE;
   private Duration claimLockTimeout = JdbcStoredResponses.IN_FLIGHT_CLAIM_LOCK_TIMEOUT;
   private Duration retryWindow = DEFAULT_RETRY_WINDOW;
+  private boolean resetLockTimeout = true;
   private int maxKeyLength = IdempotencyKeyEndpoint.DEFAULT_MAX_KEY_LENGTH;
   private int maxBodyBytes = IdempotencyKeyEndpoint.DEFAULT_MAX_BODY_BYTES;
   private int maxResponseBytes = IdempotencyKeyEndpoint.DEFAULT_MAX_RESPONSE_BYTES;
@@ -73,6 +74,19 @@ public class IdemHttpProperties {
 
   public void setRetryWindow(Duration retryWindow) {
     this.retryWindow = retryWindow;
+  }
+
+  /**
+   * Default {@code true}: after the claim, the handler's lock waits get the connection's {@code
+   * lock_timeout} back (one round trip); {@code false} leaves them the claim's 1 ms, for handlers
+   * that only insert new rows (docs/HTTP.md, "In flight").
+   */
+  public boolean isResetLockTimeout() {
+    return resetLockTimeout;
+  }
+
+  public void setResetLockTimeout(boolean resetLockTimeout) {
+    this.resetLockTimeout = resetLockTimeout;
   }
 
   public int getMaxKeyLength() {
