@@ -52,7 +52,7 @@ class IdempotencyKeyEndpointIT {
         .clientResolver(ClientResolver.header("X-Client"))
         .maxBodyBytes(4096)
         .maxResponseBytes(2048)
-        .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofSeconds(2)).build())
+        .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofSeconds(2)).jitter(0).build())
         .build();
     IdempotencyKeyEndpoint<SqlSession> optional = IdempotencyKeyEndpoint.builder(db.store, db.responses)
         .consumerGroup("orders-api")
