@@ -210,7 +210,9 @@ public final class IdempotencyKeyEndpoint<C> {
 
   private void answer(ProcessingOutcome outcome, KeyedRequest exchange, HttpMessage message,
       HttpServletResponse response) throws Exception {
-    IdempotencyKey key = new IdempotencyKey(consumerGroup, message.key(), KeySource.HEADER);
+    IdempotencyKey claimed = exchange.key();
+    IdempotencyKey key = claimed != null ? claimed : new IdempotencyKey(consumerGroup,
+        message.key().length() <= IdempotencyKey.MAX_LENGTH ? message.key() : "unkeyed", KeySource.HEADER);
     switch (outcome) {
       case PROCESSED -> exchange.capture.writeTo(response);
       case DUPLICATE -> replay(key, message, response);

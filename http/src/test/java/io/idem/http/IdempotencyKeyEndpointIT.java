@@ -193,6 +193,18 @@ class IdempotencyKeyEndpointIT {
   }
 
   @Test
+  void aScopedKeyOver512CharactersIsStoredHashedAndStillReplayed() {
+    String key = "k".repeat(250) + UUID.randomUUID().toString().substring(0, 5);
+    String client = "tenant-" + "t".repeat(300) + UUID.randomUUID();
+    HttpResponse<byte[]> first = post(server.uri("/orders"), "{\"amount\":4}", "Idempotency-Key", key, "X-Client", client);
+    HttpResponse<byte[]> second = post(server.uri("/orders"), "{\"amount\":4}", "Idempotency-Key", key, "X-Client", client);
+    assertThat(first.statusCode()).isEqualTo(201);
+    assertThat(second.headers().firstValue(IdempotencyKeyEndpoint.REPLAYED_HEADER)).hasValue("true");
+    assertThat(second.body()).isEqualTo(first.body());
+    assertThat(orders(client)).isEqualTo(1);
+  }
+
+  @Test
   void withoutAClientIdentityTheRequestIs401AndNothingIsWritten() {
     long before = db.written();
     HttpResponse<byte[]> response = post(server.uri("/orders"), "{\"amount\":1}", "Idempotency-Key", key());

@@ -20,6 +20,7 @@ public abstract class Exchange<C> implements Acknowledgement {
   private @Nullable Throwable retryFailure;
   private @Nullable Duration retryDelay;
   private @Nullable DeadLetterReason deadLetter;
+  private @Nullable IdempotencyKey key;
 
   /** The endpoint's work in the transaction that claimed {@code key}. */
   protected abstract void inTransaction(IdempotencyKey key, C transaction) throws Exception;
@@ -44,6 +45,18 @@ public abstract class Exchange<C> implements Acknowledgement {
 
   void retriedOn(Throwable failure) {
     retryFailure = failure;
+  }
+
+  void keyed(IdempotencyKey claimed) {
+    key = claimed;
+  }
+
+  /**
+   * The key as the pipeline claimed it (a value over 512 characters as {@code sha256:<hex>}), once
+   * the pipeline keyed the request.
+   */
+  public @Nullable IdempotencyKey key() {
+    return key;
   }
 
   /** What the handler (the endpoint's work) threw in the last run, if it threw. */

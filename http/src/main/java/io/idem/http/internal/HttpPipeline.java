@@ -123,8 +123,15 @@ public final class HttpPipeline<C> {
     }
   }
 
-  /** Keeps the failure the pipeline retried on, for the answer (409 or 503). */
+  /** Keeps the key the pipeline claimed and the failure it retried on, for the answer. */
   private static final class RetryRecorder implements IdempotencyListener {
+    @Override
+    public void onKey(InboundMessage message, IdempotencyKey key) {
+      if (message instanceof HttpMessage http) {
+        http.exchange().keyed(key);
+      }
+    }
+
     @Override
     public void onRetry(InboundMessage message, @Nullable IdempotencyKey key,
         ProcessingOutcome kind, Throwable failure, Duration delay) {
