@@ -158,6 +158,7 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
     } finally {
       tomcat.stop();
       tomcat.destroy();
+      execute(idemPool, "DROP SCHEMA " + schema + " CASCADE");
       idemPool.close();
       plainPool.close();
     }
