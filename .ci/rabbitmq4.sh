@@ -44,6 +44,7 @@ install_root() {
   mkdir -p "$(dirname "$root")"
   echo "[rabbitmq4] building the $suite chroot with rabbitmq-server at $root (once: ~4 min, ~370 MB; log $log)" >&2
   if ! debootstrap --variant=minbase --include=rabbitmq-server "$suite" "$partial" "$mirror" >"$log" 2>&1; then
+    rm -rf "$partial"
     fail "cannot build the RabbitMQ 4 chroot: debootstrap $suite from $mirror failed (last lines of $log: $(tail -n 3 "$log" | tr '\n' ' '))"
   fi
   [ -x "$partial/usr/sbin/rabbitmq-server" ] || fail "the $suite chroot has no /usr/sbin/rabbitmq-server (see $log)"
@@ -55,7 +56,9 @@ install_root() {
   touch "$root/.idem-rabbitmq4-ready"
 }
 
-up() { inroot rabbitmqctl -n "$node" -q await_startup --timeout 5 >/dev/null 2>&1; }
+# rabbitmqctl is an Erlang VM of its own: on a loaded machine it needs more than a few seconds
+up() { timeout $(( ${1:-10} + 30 )) chroot "$root" /usr/bin/env "${env4[@]}" \
+  rabbitmqctl -n "$node" -q await_startup --timeout "${1:-10}" >/dev/null 2>&1; }
 
 port_taken() { ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; }
 
@@ -63,12 +66,17 @@ start() {
   install_root
   mountpoint -q "$root/proc" || mount -t proc proc "$root/proc" \
     || fail "cannot mount /proc in $root (chroot needs a privileged root)"
-  if up; then echo "[rabbitmq4] RabbitMQ $(inroot rabbitmqctl -n "$node" -q version) already running on 127.0.0.1:$port"; return; fi
-  port_taken && fail "127.0.0.1:$port is taken by another process, not this RabbitMQ 4 node: $(ss -ltnpH "sport = :$port" | head -n 1)"
+  if port_taken; then
+    if up 60; then echo "[rabbitmq4] RabbitMQ $(inroot rabbitmqctl -n "$node" -q version) already running on 127.0.0.1:$port"; return; fi
+    fail "127.0.0.1:$port is taken by another process, not this RabbitMQ 4 node: $(ss -ltnpH "sport = :$port" | head -n 1)"
+  fi
   inroot bash -c 'mkdir -p /var/lib/rabbitmq /var/log/rabbitmq && chown -R rabbitmq:rabbitmq /var/lib/rabbitmq /var/log/rabbitmq && rabbitmq-server -detached' >/dev/null 2>&1 \
     || fail "rabbitmq-server -detached failed in $root (logs: $root/var/log/rabbitmq)"
-  for _ in $(seq 1 120); do up && break; sleep 1; done
-  up || fail "RabbitMQ 4 did not start within 2 min (logs: $root/var/log/rabbitmq)"
+  local deadline=$(( $(date +%s) + 180 ))
+  until up 10; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "RabbitMQ 4 did not start within 3 min (logs: $root/var/log/rabbitmq)"
+    sleep 2
+  done
   echo "[rabbitmq4] RabbitMQ $(inroot rabbitmqctl -n "$node" -q version) on 127.0.0.1:$port"
 }
 
@@ -84,7 +92,7 @@ stop() {
 case "${1:-status}" in
   start) start ;;
   stop) stop ;;
-  status) up && echo running || { echo stopped; exit 1; } ;;
+  status) up 30 && echo running || { echo stopped; exit 1; } ;;
   ctl) shift; inroot rabbitmqctl -n "$node" "$@" ;;
   env)
     echo "export IDEM_RABBITMQ_URI='amqp://guest:guest@127.0.0.1:$port/%2F'"
