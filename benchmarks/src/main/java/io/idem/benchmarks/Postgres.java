@@ -37,4 +37,10 @@ final class Postgres {
     return new SqlSessionFactoryBuilder().build(
         new Configuration(new Environment("bench-purge", new JdbcTransactionFactory(), db.dataSource)));
   }
+
+  /** A MyBatis factory on {@code dataSource} (MyBatis' JDBC transactions). */
+  static SqlSessionFactory sessionsOn(javax.sql.DataSource dataSource) {
+    return new SqlSessionFactoryBuilder().build(
+        new Configuration(new Environment("bench-http", new JdbcTransactionFactory(), dataSource)));
+  }
 }

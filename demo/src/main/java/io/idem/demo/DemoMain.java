@@ -97,6 +97,12 @@ public final class DemoMain implements Callable<Integer> {
       completionCandidates = BrokerNames.class)
   @Nullable String broker;
 
+  @Option(names = "--source", defaultValue = "broker", paramLabel = "SOURCE",
+      description = "Where the OrderPaid stream comes from: broker (--broker's, the default) or webhooks"
+          + " (Stripe-style signed HTTP POSTs, with timeouts and retries, to an idem-http webhook receiver in"
+          + " a child JVM killed --crashes times; not with --broker, --batch or --migrate-*; no receipts).")
+  String source = "broker";
+
   @Option(names = "--events", defaultValue = "10000", description = "Events to publish (default: ${DEFAULT-VALUE}).")
   int events;
 
@@ -197,6 +203,14 @@ public final class DemoMain implements Callable<Integer> {
     if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
       throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
     }
+    source = source.toLowerCase(Locale.ROOT);
+    if (!source.equals("broker") && !source.equals("webhooks")) {
+      throw usageError("--source must be broker or webhooks, but was '" + source + "'");
+    }
+    if (source.equals("webhooks") && (broker != null || migrateFrom != null || migrateTo != null || batch > 1)) {
+      throw usageError("--source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to:"
+          + " the events come over HTTP, one transaction per request");
+    }
     if (broker != null && (migrateFrom != null || migrateTo != null)) {
       throw usageError(
           "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
@@ -234,6 +248,12 @@ public final class DemoMain implements Callable<Integer> {
     long baseSeed = seed != null ? seed : System.nanoTime();
     if (migrateFrom != null) {
       return migrate(baseSeed);
+    }
+    if (source.equals("webhooks")) {
+      Ledger ledger = new WebhookRun(events, duplicateRate, crashes, baseSeed, timeout, keepSchema, out::println).run();
+      out.println(ledger.describe());
+      out.flush();
+      return ledger.ok() ? 0 : 1;
     }
     List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
     List<Ledger> ledgers = new ArrayList<>();
