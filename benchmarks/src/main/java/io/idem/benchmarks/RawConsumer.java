@@ -1,8 +1,6 @@
 package io.idem.benchmarks;
 
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,10 +54,7 @@ final class RawConsumer implements AutoCloseable {
   }
 
   private void run() {
-    try (Connection c = db.dataSource.getConnection();
-        PreparedStatement one = c.prepareStatement("INSERT INTO effects (order_id) VALUES (?)");
-        PreparedStatement many = c.prepareStatement("INSERT INTO effects (order_id) SELECT unnest(?::text[])")) {
-      c.setAutoCommit(false);
+    try (EffectsWriter effects = new EffectsWriter(db)) {
       while (running) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
         if (records.isEmpty()) {
@@ -70,16 +65,12 @@ final class RawConsumer implements AutoCloseable {
         if (batched) {
           List<String> ids = new ArrayList<>(records.count());
           records.forEach(r -> ids.add(orderId(r)));
-          many.setArray(1, c.createArrayOf("text", ids.toArray()));
-          many.executeUpdate();
-          c.commit();
+          effects.applyAll(ids);
           progress.settled(records.count(), System.nanoTime() - polled);
         } else {
           for (ConsumerRecord<byte[], byte[]> r : records) {
             long start = System.nanoTime();
-            one.setString(1, orderId(r));
-            one.executeUpdate();
-            c.commit();
+            effects.applyOne(orderId(r));
             progress.settled(1, System.nanoTime() - start);
           }
         }
