@@ -9,7 +9,7 @@ package io.idem.benchmarks;
 interface BenchBroker extends AutoCloseable {
 
   /** What a run's consumer is given. */
-  record Run(String destination, int maxBatchSize, int concurrency, long commitIntervalMillis) {}
+  record Run(String destination, int maxBatchSize, int concurrency, long commitIntervalMillis, int maxPollRecords) {}
 
   /** {@code kafka}, {@code rabbitmq}, {@code sqs} or {@code jms}: the RESULT lines' {@code broker=}. */
   String name();

@@ -61,7 +61,7 @@ final class KafkaBench implements BenchBroker {
   @Override
   public AutoCloseable start(Variant variant, Run run, BenchDatabase db, Progress progress) {
     return Consumers.start(variant, new Consumers.Setup(bootstrap, run.destination(), run.destination(),
-        run.maxBatchSize(), run.concurrency(), false, run.commitIntervalMillis()), db, progress);
+        run.maxBatchSize(), run.concurrency(), false, run.commitIntervalMillis(), run.maxPollRecords()), db, progress);
   }
 
   @Override

@@ -15,7 +15,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * The no-dedup ceilings: a plain {@code KafkaConsumer} (auto-commit off, Kafka's default
- * {@code max.poll.records} 500) writing each record's effect, then {@code commitSync()} after each
+ * {@code max.poll.records} 500 unless {@code --max-poll-records} is given) writing each record's effect, then {@code commitSync()} after each
  * poll. Per record: one JDBC transaction per record ({@code INSERT; COMMIT}). Batched: one
  * transaction and one multi-row {@code INSERT … SELECT unnest(?)} per poll. Producer retries are
  * applied twice: a non-zero {@code doubled} is expected.
@@ -45,6 +45,9 @@ final class RawConsumer implements AutoCloseable {
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    if (setup.maxPollRecords() > 0) {
+      props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, setup.maxPollRecords());
+    }
     if (setup.crashRun()) {
       props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Consumers.CRASH_SESSION_TIMEOUT_MS);
     }

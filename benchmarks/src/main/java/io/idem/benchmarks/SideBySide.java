@@ -75,6 +75,13 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--commit-interval-ms", defaultValue = "-1",
       description = "the Idem variants' Kafka commitInterval in ms (-1: the adapter's default, 100 ms; 0: after every poll)")
   long commitIntervalMillis;
+  @Option(names = "--max-poll-records", defaultValue = "0", description = "Kafka's max.poll.records for Idem's variants"
+      + " and the plain consumers (0: each one's default: Idem 100, the plain KafkaConsumer 500)")
+  int maxPollRecords;
+  @Option(names = "--statements", description = "print per run the statements PostgreSQL executed, per event"
+      + " (pg_stat_statements: it must be preloaded and created; server-wide counts, so a PostgreSQL of the"
+      + " benchmark's own)")
+  boolean statements;
   @Option(names = "--peer", description = "NAME=SHELL COMMAND run in each round before the variants; its"
       + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap} (the broker's"
       + " address: Kafka bootstrap servers, AMQP URI, SQS endpoint, JMS URL), {jdbc-url}, {events} and {seed} in it"
@@ -182,6 +189,7 @@ public final class SideBySide implements Callable<Integer> {
     kafkaOnly.put("--purge-markers", purgeMarkers > 0);
     kafkaOnly.put("--concurrency", concurrency > 1);
     kafkaOnly.put("--commit-interval-ms", commitIntervalMillis >= 0);
+    kafkaOnly.put("--max-poll-records", maxPollRecords > 0);
     kafkaOnly.put("--bootstrap", bootstrap != null);
     kafkaOnly.forEach((option, given) -> {
       if (given && !brokerName.equals("kafka")) {
@@ -242,14 +250,21 @@ public final class SideBySide implements Callable<Integer> {
       try {
         broker.publish(id, stream);
         Progress progress = new Progress(stream.size());
+        StatementCounts counts = statements ? new StatementCounts(jdbcUrl, jdbcUser, jdbcPassword) : null;
+        if (counts != null) {
+          counts.reset();
+        }
         CpuShares cpu = new CpuShares(postmasterPid).begin();
         long cpuNanos;
         String shares;
         try (AutoCloseable consumer = broker.start(variant,
-            new BenchBroker.Run(id, maxBatchSize, workers, commitIntervalMillis), db, progress)) {
+            new BenchBroker.Run(id, maxBatchSize, workers, commitIntervalMillis, maxPollRecords), db, progress)) {
           progress.await(stream.size(), timeout);
           cpuNanos = consumerThreadCpuNanos(id);
           shares = cpu.end();
+        }
+        if (counts != null) {
+          counts.report(stream.size()).forEach(line -> out.println("STATEMENTS " + name + " " + line));
         }
         record(new RunResult(round, name, stream.size(), progress.eventsPerSecond(), progress.wallMillis(), db.ledger(),
             load), "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99))
@@ -394,7 +409,7 @@ public final class SideBySide implements Callable<Integer> {
         }, "purge");
         boolean purges = !purging.equals("no-purge");
         try (AutoCloseable consumer = Consumers.start(Variant.IDEM,
-            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis), db, progress)) {
+            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis, maxPollRecords), db, progress)) {
           if (purges) {
             purger.start();
           }
