@@ -82,6 +82,9 @@ public final class SideBySide implements Callable<Integer> {
       + " (pg_stat_statements: it must be preloaded and created; server-wide counts, so a PostgreSQL of the"
       + " benchmark's own)")
   boolean statements;
+  @Option(names = "--profile", description = "a directory: per run, a wall-clock profile of every thread from the"
+      + " consumer's start to its last settled message, <run>.collapsed (async-profiler's jar on the class path)")
+  Path profileDir;
   @Option(names = "--peer", description = "NAME=SHELL COMMAND run in each round before the variants; its"
       + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap} (the broker's"
       + " address: Kafka bootstrap servers, AMQP URI, SQS endpoint, JMS URL), {jdbc-url}, {events} and {seed} in it"
@@ -255,11 +258,15 @@ public final class SideBySide implements Callable<Integer> {
           counts.reset();
         }
         CpuShares cpu = new CpuShares(postmasterPid).begin();
+        WallProfile profile = WallProfile.start(profileDir, id);
         long cpuNanos;
         String shares;
         try (AutoCloseable consumer = broker.start(variant,
             new BenchBroker.Run(id, maxBatchSize, workers, commitIntervalMillis, maxPollRecords), db, progress)) {
           progress.await(stream.size(), timeout);
+          if (profile != null) {
+            profile.stop();
+          }
           cpuNanos = consumerThreadCpuNanos(id);
           shares = cpu.end();
         }
