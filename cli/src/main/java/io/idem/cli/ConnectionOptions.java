@@ -78,6 +78,11 @@ final class ConnectionOptions {
       description = "SQS: the region (default: $IDEM_SQS_REGION, else the SDK's, else us-east-1).")
   @Nullable String sqsRegion;
 
+  @Option(names = "--sqs-hold", paramLabel = "SECONDS", defaultValue = "300",
+      description = "SQS: how long a command keeps the dead letters it received hidden (a killed command's come back"
+          + " after that; default: ${DEFAULT-VALUE}).")
+  int sqsHoldSeconds;
+
   @Option(names = "--jms-url", paramLabel = "URL", defaultValue = "${env:IDEM_JMS_URL}",
       description = "JMS (ActiveMQ Artemis): tcp://host:61616 (default: $IDEM_JMS_URL).")
   @Nullable String jmsUrl;
@@ -155,9 +160,11 @@ final class ConnectionOptions {
 
   private DeadLetterDestination sqsDestination(@Nullable String to) {
     SqsClient client = sqs();
-    return SqsDeadLetters.builder(client, queueUrl(client, destination))
-        .sourceQueueUrl(source == null ? null : queueUrl(client, source))
-        .target(to == null ? null : queueUrl(client, to)).build();
+    if (sqsHoldSeconds < 1 || sqsHoldSeconds > 43_200) {
+      throw new CliFailure(IdemCli.EXIT_USAGE, "--sqs-hold must be in [1, 43200] seconds, but was " + sqsHoldSeconds);
+    }
+    return SqsDeadLetters.builder(client, queueUrl(client, destination)).sourceQueue(source).target(to)
+        .holdFor(java.time.Duration.ofSeconds(sqsHoldSeconds)).build();
   }
 
   private static String queueUrl(SqsClient client, String nameOrUrl) {

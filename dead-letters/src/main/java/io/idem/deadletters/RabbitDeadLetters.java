@@ -152,6 +152,7 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
           public void remove() {
             try {
               reading.basicAck(g.getEnvelope().getDeliveryTag(), false);
+              acked.add(g.getEnvelope().getDeliveryTag());
             } catch (IOException | RuntimeException e) {
               throw new DeadLetterException("could not acknowledge dead letter " + d.id() + " (it stays): " + e, e);
             }
@@ -186,11 +187,16 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
   }
 
   private Channel reading;
+  private final Set<Long> acked = new HashSet<>();
 
-  /** Fetches up to {@code max} dead letters unacknowledged, runs {@code work}, returns the rest. */
+  /**
+   * Fetches up to {@code max} dead letters unacknowledged (all of them first: the dead letters a
+   * replay makes meanwhile are not among them), runs {@code work}, returns the rest.
+   */
   private void withFetched(int max, java.util.function.Consumer<List<GetResponse>> work) {
     checkReadable();
     List<GetResponse> fetched = new ArrayList<>();
+    acked.clear();
     try {
       reading = connection.createChannel();
       try {
@@ -203,9 +209,15 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
         }
         work.accept(fetched);
       } finally {
-        if (!fetched.isEmpty() && reading.isOpen()) {
+        long last = -1;
+        for (GetResponse g : fetched) {
+          if (!acked.contains(g.getEnvelope().getDeliveryTag())) {
+            last = Math.max(last, g.getEnvelope().getDeliveryTag());
+          }
+        }
+        if (last >= 0 && reading.isOpen()) {
           // everything not acknowledged goes back, in one call (RabbitMQ 4.3+ does not count it)
-          reading.basicNack(fetched.get(fetched.size() - 1).getEnvelope().getDeliveryTag(), true, true);
+          reading.basicNack(last, true, true);
         }
         if (reading.isOpen()) {
           reading.close();

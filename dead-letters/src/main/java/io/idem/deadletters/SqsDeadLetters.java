@@ -5,7 +5,6 @@ import io.idem.spi.Utf8;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,7 +38,7 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  *       the dead letter's {@code MessageGroupId} and, as deduplication id, the dead letter's own
  *       {@code MessageId}: a copy sent twice within SQS' five minutes is dropped), and only once SQS
  *       answered is the dead letter deleted ({@code DeleteMessage}).
- *   <li>The source queue is not on the dead letter: {@link Builder#sourceQueueUrl(String)}, or
+ *   <li>The source queue is not on the dead letter: {@link Builder#sourceQueue(String)}, or
  *       else the one queue whose {@code RedrivePolicy} names this one ({@code
  *       ListDeadLetterSourceQueues}).
  * </ul>
@@ -56,8 +55,8 @@ public final class SqsDeadLetters implements DeadLetterDestination {
 
   private final SqsClient sqs;
   private final String queueUrl;
-  private final @Nullable String sourceUrl;
-  private final @Nullable String targetUrl;
+  private final @Nullable String sourceName;
+  private final @Nullable String targetName;
   private final Duration hold;
   private final Set<String> existing = new HashSet<>();
   private @Nullable String resolvedSource;
@@ -66,8 +65,8 @@ public final class SqsDeadLetters implements DeadLetterDestination {
   private SqsDeadLetters(Builder b) {
     this.sqs = b.sqs;
     this.queueUrl = b.queueUrl;
-    this.sourceUrl = b.sourceUrl;
-    this.targetUrl = b.targetUrl;
+    this.sourceName = b.sourceName;
+    this.targetName = b.targetName;
     this.hold = b.hold;
   }
 
@@ -132,12 +131,17 @@ public final class SqsDeadLetters implements DeadLetterDestination {
     void accept(Message message, DeadLetter deadLetter);
   }
 
+  /**
+   * Receives up to {@code max} dead letters first, all of them (so the dead letters a replay makes
+   * meanwhile are not among them), then visits each, keeping the ones not yet visited hidden.
+   */
   private void scan(int max, Visit visit, boolean processing) {
     check();
     removed.clear();
     List<Message> held = new ArrayList<>();
     Set<String> seen = new HashSet<>();
     try {
+      long hiddenSince = System.nanoTime();
       while (held.size() < max) {
         int want = Math.min(10, max - held.size());
         ReceiveMessageResponse response;
@@ -154,12 +158,34 @@ public final class SqsDeadLetters implements DeadLetterDestination {
         for (Message m : response.messages()) {
           if (seen.add(m.messageId())) {
             held.add(m);
-            visit.accept(m, deadLetter(m));
           }
         }
       }
+      for (int i = 0; i < held.size(); i++) {
+        if (System.nanoTime() - hiddenSince > hold.toNanos() / 2) {
+          hide(held.subList(i, held.size()));
+          hiddenSince = System.nanoTime();
+        }
+        visit.accept(held.get(i), deadLetter(held.get(i)));
+      }
     } finally {
       release(held, processing);
+    }
+  }
+
+  /** Keeps {@code messages} hidden for another {@code holdFor}. */
+  private void hide(List<Message> messages) {
+    for (int i = 0; i < messages.size(); i += 10) {
+      List<ChangeMessageVisibilityBatchRequestEntry> entries = new ArrayList<>();
+      for (Message m : messages.subList(i, Math.min(messages.size(), i + 10))) {
+        entries.add(ChangeMessageVisibilityBatchRequestEntry.builder().id(Integer.toString(entries.size()))
+            .receiptHandle(m.receiptHandle()).visibilityTimeout((int) hold.toSeconds()).build());
+      }
+      try {
+        sqs.changeMessageVisibilityBatch(r -> r.queueUrl(queueUrl).entries(entries));
+      } catch (SdkException e) {
+        throw new DeadLetterException("could not keep the dead letters of " + queueUrl + " hidden: " + e.getMessage(), e);
+      }
     }
   }
 
@@ -208,7 +234,7 @@ public final class SqsDeadLetters implements DeadLetterDestination {
 
   @Override
   public String target(DeadLetter deadLetter) {
-    String to = targetUrl != null ? targetUrl : source();
+    String to = targetName != null ? url(targetName, deadLetter) : source();
     if (to == null) {
       throw new DeadLetterException("the source queue of dead-letter queue " + queueUrl + " is unknown: no queue, or more"
           + " than one, names it in its RedrivePolicy (ListDeadLetterSourceQueues); give it (--source)");
@@ -217,8 +243,7 @@ public final class SqsDeadLetters implements DeadLetterDestination {
       try {
         sqs.getQueueAttributes(r -> r.queueUrl(to).attributeNames(QueueAttributeName.QUEUE_ARN));
       } catch (QueueDoesNotExistException e) {
-        throw new DeadLetterException("the queue " + to + " to replay dead letter " + deadLetter.id() + " to does not"
-            + " exist (deleted?): nothing republished, the dead letter stays", e);
+        throw gone(to, deadLetter, e);
       } catch (SdkException e) {
         throw new DeadLetterException("could not check queue " + to + ": " + e.getMessage(), e);
       }
@@ -227,12 +252,40 @@ public final class SqsDeadLetters implements DeadLetterDestination {
     return to;
   }
 
+  private static DeadLetterException gone(String queue, DeadLetter deadLetter, Exception e) {
+    return new DeadLetterException("the queue " + queue + " to replay dead letter " + deadLetter.id() + " to does not"
+        + " exist (deleted?): nothing republished, the dead letter stays", e);
+  }
+
+  /** The URL of a queue given by name or URL. */
+  private String url(String nameOrUrl, DeadLetter deadLetter) {
+    if (nameOrUrl.startsWith("http://") || nameOrUrl.startsWith("https://")) {
+      return nameOrUrl;
+    }
+    try {
+      return sqs.getQueueUrl(r -> r.queueName(nameOrUrl)).queueUrl();
+    } catch (QueueDoesNotExistException e) {
+      throw gone(nameOrUrl, deadLetter, e);
+    } catch (SdkException e) {
+      throw new DeadLetterException("could not look up queue " + nameOrUrl + ": " + e.getMessage(), e);
+    }
+  }
+
   /** The source queue's URL: given, or the one queue redriving into this one; {@code null} if unknown. */
   private @Nullable String source() {
-    if (sourceUrl != null) {
-      return sourceUrl;
-    }
     if (resolvedSource == null) {
+      if (sourceName != null) {
+        resolvedSource = sourceName.startsWith("http") ? sourceName : null;
+        if (resolvedSource == null) {
+          try {
+            resolvedSource = sqs.getQueueUrl(r -> r.queueName(sourceName)).queueUrl();
+          } catch (QueueDoesNotExistException e) {
+            throw new DeadLetterException("the source queue " + sourceName + " of dead-letter queue " + queueUrl
+                + " does not exist (deleted?): nothing republished, the dead letters stay", e);
+          }
+        }
+        return resolvedSource;
+      }
       try {
         List<String> sources = sqs.listDeadLetterSourceQueues(r -> r.queueUrl(queueUrl)).queueUrls();
         resolvedSource = sources.size() == 1 ? sources.get(0) : null;
@@ -241,6 +294,19 @@ public final class SqsDeadLetters implements DeadLetterDestination {
       }
     }
     return resolvedSource;
+  }
+
+  /** The source queue's name for a dead letter, without asking SQS when it was given. */
+  private @Nullable String sourceName() {
+    if (sourceName != null) {
+      return queueName(sourceName);
+    }
+    try {
+      String src = source();
+      return src == null ? null : queueName(src);
+    } catch (DeadLetterException e) {
+      return null;
+    }
   }
 
   private void check() {
@@ -283,8 +349,7 @@ public final class SqsDeadLetters implements DeadLetterDestination {
         // unknown time
       }
     }
-    String src = targetUrl == null ? source() : null;
-    return new DeadLetter(m.messageId(), "sqs", queueUrl, src == null ? null : queueName(src), headers,
+    return new DeadLetter(m.messageId(), "sqs", queueUrl, sourceName(), headers,
         m.body().getBytes(java.nio.charset.StandardCharsets.UTF_8), null, at,
         DeadLetterHeaders.reason(headers::get), DeadLetterHeaders.replayCount(headers::get));
   }
@@ -302,8 +367,8 @@ public final class SqsDeadLetters implements DeadLetterDestination {
   public static final class Builder {
     private final SqsClient sqs;
     private final String queueUrl;
-    private @Nullable String sourceUrl;
-    private @Nullable String targetUrl;
+    private @Nullable String sourceName;
+    private @Nullable String targetName;
     private Duration hold = DEFAULT_HOLD;
 
     private Builder(SqsClient sqs, String queueUrl) {
@@ -311,15 +376,18 @@ public final class SqsDeadLetters implements DeadLetterDestination {
       this.queueUrl = Objects.requireNonNull(queueUrl, "deadLetterQueueUrl");
     }
 
-    /** The source queue's URL; default: the one queue whose RedrivePolicy targets this one. */
-    public Builder sourceQueueUrl(@Nullable String value) {
-      this.sourceUrl = value;
+    /**
+     * The source queue, by URL or name (looked up when first needed); default: the one queue whose
+     * RedrivePolicy targets this one.
+     */
+    public Builder sourceQueue(@Nullable String value) {
+      this.sourceName = value;
       return this;
     }
 
-    /** Replays to this queue URL instead of the source queue. */
+    /** Replays to this queue (URL or name) instead of the source queue. */
     public Builder target(@Nullable String value) {
-      this.targetUrl = value;
+      this.targetName = value;
       return this;
     }
 
