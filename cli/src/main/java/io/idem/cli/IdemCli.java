@@ -62,7 +62,14 @@ public final class IdemCli implements Runnable {
     throw new CommandLine.ParameterException(new CommandLine(this), "a command is required: dead-letters");
   }
 
+  /** Logback's configuration for the command, unless one is given: its own warnings to standard error only. */
+  static final String LOGGING = "idem-cli-logback.xml";
+
   public static void main(String[] args) {
+    if (System.getProperty("logback.configurationFile") == null) {
+      // not logback.xml: the jar is also a library (the main job's), whose application configures logging
+      System.setProperty("logback.configurationFile", LOGGING);
+    }
     System.exit(commandLine(new IdemCli()).execute(args));
   }
 

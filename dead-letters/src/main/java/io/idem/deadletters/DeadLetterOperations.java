@@ -238,8 +238,7 @@ public final class DeadLetterOperations {
       return result(d, Outcome.FAILED, target, "not republished, it stays: " + oneLine(e));
     }
     notify(l -> l.onRepublished(d, target));
-    String said = released ? "decision released" : reason.key() == null ? "keyless" : "no decision to release"
-        + " (the key was applied meanwhile, or never recorded: a duplicate if applied)";
+    String said = released ? "decision released" : reason.key() == null ? "keyless" : afterNoRelease(reason);
     Kind kind = options.keep() ? Kind.COPIED : Kind.REPLAYED;
     try {
       if (actions != null) {
@@ -278,6 +277,19 @@ public final class DeadLetterOperations {
       }
     }
     return null;
+  }
+
+  /** What the store said of a key whose decision was not there to release. */
+  private String afterNoRelease(DeadLetterReason reason) {
+    try {
+      DeadLetterDecisions.Marker marker =
+          Objects.requireNonNull(decisions).marker(reason.consumerGroup(), Objects.requireNonNull(reason.key()));
+      return marker != null && marker.outcome() == DeadLetterDecisions.Outcome.PROCESSED
+          ? "the key is applied already: the copy is a duplicate, no second effect"
+          : "no decision was recorded for the key: the copy is processed";
+    } catch (RuntimeException e) {
+      return "no decision to release";
+    }
   }
 
   /** What the store holds for the key, for a dry run. */

@@ -127,6 +127,12 @@ public final class DemoMain implements Callable<Integer> {
           + " not in a migration).")
   boolean receipts;
 
+  @Option(names = "--replay-dead-letters", paramLabel = "N", arity = "0..1", defaultValue = "0", fallbackValue = "5",
+      description = "N orders (5 when no N is given) fail non-retryably and are dead-lettered with their reason; once"
+          + " everything else is applied the failure is switched off and idem-cli dead-letters replays them twice"
+          + " (--keep, then again): each applied once, the second replay nothing (default: off).")
+  int replayDeadLetters;
+
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
 
@@ -197,6 +203,12 @@ public final class DemoMain implements Callable<Integer> {
     if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
       throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
     }
+    if (replayDeadLetters < 0 || replayDeadLetters > events / 2) {
+      throw usageError("--replay-dead-letters must be in [0, --events / 2], but was " + replayDeadLetters);
+    }
+    if (replayDeadLetters > 0 && (migrateFrom != null || migrateTo != null)) {
+      throw usageError("--replay-dead-letters does not go with --migrate-from/--migrate-to");
+    }
     if (broker != null && (migrateFrom != null || migrateTo != null)) {
       throw usageError(
           "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
@@ -243,6 +255,7 @@ public final class DemoMain implements Callable<Integer> {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
+            .replayDeadLetters(replayDeadLetters)
             .output(out::println)
             .build().run();
         out.println(ledger.describe());
