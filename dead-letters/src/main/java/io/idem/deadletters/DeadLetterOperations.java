@@ -189,33 +189,38 @@ public final class DeadLetterOperations {
     return new ActionReport("discard", destination.name(), selection.describe(), dryRun, results);
   }
 
-  private ActionResult dryReplay(DeadLetter d, ReplayOptions options) {
+  /** Where {@code d} may be replayed to, or why not: a target, or a REFUSED or FAILED result. */
+  private record Checked(@Nullable String target, @Nullable ActionResult stop) {}
+
+  private Checked check(DeadLetter d, ReplayOptions options) {
     String refusal = refusal(d, options);
     if (refusal != null) {
-      return result(d, Outcome.REFUSED, null, refusal);
+      return new Checked(null, result(d, Outcome.REFUSED, null, refusal));
     }
-    String target;
     try {
-      target = destination.target(d);
+      return new Checked(destination.target(d), null);
     } catch (DeadLetterException e) {
-      return result(d, Outcome.FAILED, null, e.getMessage());
+      return new Checked(null, result(d, Outcome.FAILED, null, e.getMessage()));
     }
+  }
+
+  private ActionResult dryReplay(DeadLetter d, ReplayOptions options) {
+    Checked checked = check(d, options);
+    if (checked.stop() != null) {
+      return checked.stop();
+    }
+    String target = Objects.requireNonNull(checked.target());
     return result(d, Outcome.WOULD_REPLAY, target, "would be " + (options.keep() ? "copied" : "replayed")
         + " to " + target + ": " + storeSays(d));
   }
 
   private ActionResult replay(DeadLetterDestination.Held held, ReplayOptions options) {
     DeadLetter d = held.deadLetter();
-    String refusal = refusal(d, options);
-    if (refusal != null) {
-      return result(d, Outcome.REFUSED, null, refusal);
+    Checked checked = check(d, options);
+    if (checked.stop() != null) {
+      return checked.stop();
     }
-    String target;
-    try {
-      target = destination.target(d);
-    } catch (DeadLetterException e) {
-      return result(d, Outcome.FAILED, null, e.getMessage());
-    }
+    String target = Objects.requireNonNull(checked.target());
     pace(options.ratePerSecond());
     DeadLetterReason reason = Objects.requireNonNull(d.reason());
     boolean released = false;
@@ -402,11 +407,13 @@ public final class DeadLetterOperations {
 
     private static String defaultOperator() {
       String user = System.getProperty("user.name", "unknown");
-      String host;
-      try {
-        host = java.net.InetAddress.getLocalHost().getHostName();
-      } catch (java.io.IOException | RuntimeException e) {
-        host = "localhost";
+      String host = System.getenv("HOSTNAME");
+      if (host == null || host.isBlank()) {
+        try {
+          host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException | RuntimeException e) {
+          host = "localhost";
+        }
       }
       return user + "@" + host;
     }

@@ -14,13 +14,13 @@ import io.idem.NonRetryableException;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.cli.IdemCli;
+import io.idem.demo.DeadLetterTool;
 import io.idem.demo.DemoBroker;
 import io.idem.demo.DemoBrokers;
 import io.idem.demo.Outbound;
 import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.KafkaFixture;
-import io.idem.fixtures.PostgresFixture;
 import io.idem.fixtures.SqsFixture;
 import io.idem.testkit.OutcomeRecorder;
 import jakarta.jms.Connection;
@@ -273,6 +273,45 @@ class DeadLetterToolIT {
     assertThat(db.effects(keys.get(0))).isZero();
   }
 
+  /**
+   * RabbitMQ: reading a quorum dead-letter queue returns every dead letter to it, and RabbitMQ 4.0
+   * to 4.2 count each return against a delivery limit of 20 by default, then drop the message. The
+   * demo declares its {@code .dlq} as idem-rabbitmq's topology does (on 4.x with {@code
+   * x-delivery-limit=-1}): 25 reads leave every dead letter there. A quorum queue with the default
+   * limit is refused before it is read where returns count (4.0 to 4.2), and read on 3.x (no
+   * default limit) and 4.3+ (a multiple nack is not counted).
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"rabbitmq"})
+  void readingADeadLetterQueueManyTimesNeverUsesItsDeadLettersUp(String brokerName) throws Exception {
+    open(brokerName, "reads");
+    List<String> keys = deadLetter(2);
+    for (int i = 0; i < 25; i++) {
+      assertThat(remainingKeys()).as("read " + (i + 1)).containsExactlyInAnyOrderElementsOf(keys);
+    }
+
+    String limited = destination + "-limited";
+    String version;
+    try (com.rabbitmq.client.Connection c = rabbit().newConnection("idem-it-admin"); Channel ch = c.createChannel()) {
+      version = c.getServerProperties().get("version").toString();
+      ch.queueDeclare(limited, true, false, false, Map.of("x-queue-type", "quorum"));
+    }
+    try {
+      Cli read = cliOn(limited, "list");
+      boolean countsReturns = version.matches("^4\\.[0-2]\\..*");
+      if (countsReturns) {
+        assertThat(read.exit).as("RabbitMQ " + version + ": " + read).isEqualTo(1);
+        assertThat(read.err).contains("delivery limit", "x-delivery-limit=-1");
+      } else {
+        assertThat(read.exit).as("RabbitMQ " + version + ": " + read).isZero();
+      }
+    } finally {
+      try (com.rabbitmq.client.Connection c = rabbit().newConnection("idem-it-admin"); Channel ch = c.createChannel()) {
+        ch.queueDelete(limited);
+      }
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
 
   private void open(String brokerName, String label) throws Exception {
@@ -328,11 +367,7 @@ class DeadLetterToolIT {
   }
 
   private String deadLetterName() {
-    return switch (name) {
-      case "kafka" -> destination + ".DLT";
-      case "sqs" -> destination + "-dlq";
-      default -> destination + ".dlq";
-    };
+    return DeadLetterTool.deadLetterDestination(broker, destination);
   }
 
   /** The connection, store and destination options every command of this test gets. */
@@ -341,25 +376,14 @@ class DeadLetterToolIT {
   }
 
   private List<String> commonArgs(String deadLetters) {
-    List<String> args = new ArrayList<>(List.of("--broker", name, "--destination", deadLetters));
-    for (String a : broker.connectionArgs()) {
-      args.add(a.replace("--kafka-bootstrap=", "--bootstrap-servers="));
-    }
+    List<String> args = new ArrayList<>(DeadLetterTool.options(broker, destination, db.schema));
+    args.set(args.indexOf("--destination") + 1, deadLetters);
     if (name.equals("sqs")) {
-      args.add("--source=" + destination); // the demo's queue names its dead-letter queue in the consumer only
       args.add("--sqs-hold=10"); // a killed tool's held dead letters come back after 10 s, not 5 minutes
     }
     if (name.equals("kafka")) {
       args.add("--kafka-group=idem-it-dlt-tool-" + run);
     }
-    PostgresFixture pg = PostgresFixture.shared();
-    String url = pg.jdbcUrl();
-    args.add("--jdbc-url=" + url + (url.contains("?") ? "&" : "?") + "currentSchema=" + db.schema);
-    args.add("--jdbc-user=" + pg.user());
-    if (!pg.password().isEmpty()) {
-      args.add("--jdbc-password=" + pg.password());
-    }
-    args.add("--create-actions-table");
     return args;
   }
 

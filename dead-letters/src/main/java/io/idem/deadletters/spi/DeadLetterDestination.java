@@ -45,9 +45,9 @@ public interface DeadLetterDestination extends AutoCloseable {
   /**
    * Hands up to {@code max} dead letters, in the destination's order, one at a time to {@code
    * work}, each held for it (hidden from other readers where the broker can hide a message) until
-   * {@code work} returns. What {@code work} does not remove stays; when {@code work} throws for one,
-   * the others are still handed over, and the failure is its caller's to report (it is rethrown
-   * once all were handed over only when it is an {@link Error}).
+   * {@code work} returns. What {@code work} does not remove stays; when {@code work} throws an
+   * exception for one, the others are still handed over (reporting it is the caller's); an {@link
+   * Error} stops at once, leaving every dead letter not removed where it was.
    *
    * @throws DeadLetterException when the destination does not exist or cannot be read
    */
