@@ -133,6 +133,12 @@ public final class DemoMain implements Callable<Integer> {
           + " not in a migration).")
   boolean receipts;
 
+  @Option(names = "--replay-dead-letters", paramLabel = "N", arity = "0..1", defaultValue = "0", fallbackValue = "5",
+      description = "N orders (5 when no N is given) fail non-retryably and are dead-lettered with their reason; once"
+          + " everything else is applied the failure is switched off and idem-cli dead-letters replays them twice"
+          + " (--keep, then again): each applied once, the second replay nothing (default: off).")
+  int replayDeadLetters;
+
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
 
@@ -211,6 +217,15 @@ public final class DemoMain implements Callable<Integer> {
       throw usageError("--source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to:"
           + " the events come over HTTP, one transaction per request");
     }
+    if (source.equals("webhooks") && replayDeadLetters > 0) {
+      throw usageError("--replay-dead-letters does not go with --source webhooks: webhooks have no dead-letter destination");
+    }
+    if (replayDeadLetters < 0 || replayDeadLetters > events / 2) {
+      throw usageError("--replay-dead-letters must be in [0, --events / 2], but was " + replayDeadLetters);
+    }
+    if (replayDeadLetters > 0 && (migrateFrom != null || migrateTo != null)) {
+      throw usageError("--replay-dead-letters does not go with --migrate-from/--migrate-to");
+    }
     if (broker != null && (migrateFrom != null || migrateTo != null)) {
       throw usageError(
           "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
@@ -263,6 +278,7 @@ public final class DemoMain implements Callable<Integer> {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
+            .replayDeadLetters(replayDeadLetters)
             .output(out::println)
             .build().run();
         out.println(ledger.describe());
