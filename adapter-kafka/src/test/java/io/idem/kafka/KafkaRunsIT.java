@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.idem.MessageHandler;
 import io.idem.ProcessingOutcome;
+import io.idem.fixtures.PostgresFixture;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -86,12 +87,16 @@ class KafkaRunsIT extends KafkaITSupport {
     assertNoCarriedTransactionLeft();
   }
 
-  /** Nothing idle in a transaction on the test's schema, and the pool's connections all returned. */
+  /**
+   * Nothing idle in a transaction among the test's own sessions (its pool's application_name:
+   * other test JVMs share the database), and the pool's connections all returned.
+   */
   private void assertNoCarriedTransactionLeft() {
     await("no carried transaction left").atMost(TIMEOUT).until(() -> {
       try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
           "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-              + " AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()")) {
+              + " AND application_name = ? AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()")) {
+        ps.setString(1, PostgresFixture.applicationName(dataSource.getSchema()));
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           return rs.getLong(1) == 0;

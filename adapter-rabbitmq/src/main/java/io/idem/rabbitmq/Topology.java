@@ -19,6 +19,8 @@ import org.jspecify.annotations.Nullable;
 final class Topology {
   private static final int NOT_FOUND = 404;
   private static final int PRECONDITION_FAILED = 406;
+  private static final String DELIVERY_LIMIT = "x-delivery-limit";
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RabbitIdempotentConsumer.class);
 
   private Topology() {}
 
@@ -35,11 +37,25 @@ final class Topology {
     String dlx = config.deadLetterExchange();
     Map<String, Object> args = config.queueArguments();
     if (config.declareTopology()) {
-      Map<String, Object> dlqArgs = Map.of("x-queue-type", config.queueType().argument());
+      Map<String, Object> dlqArgs = deadLetterQueueArguments(config, connection);
       refuseOn(connection, ch -> ch.exchangeDeclare(dlx, BuiltinExchangeType.FANOUT, true),
           r -> "could not declare dead-letter exchange '" + dlx + "' (fanout, durable): " + r.text);
-      refuseOn(connection, ch -> ch.queueDeclare(config.deadLetterQueue(), true, false, false, dlqArgs),
-          r -> "could not declare dead-letter queue '" + config.deadLetterQueue() + "': " + r.text);
+      Refusal dlqRefusal = attempt(connection,
+          ch -> ch.queueDeclare(config.deadLetterQueue(), true, false, false, dlqArgs));
+      if (dlqRefusal != null && dlqArgs.containsKey(DELIVERY_LIMIT) && dlqRefusal.code == PRECONDITION_FAILED
+          && dlqRefusal.text.contains(DELIVERY_LIMIT)) {
+        // declared by an earlier version, without the unlimited delivery limit: keep it as it is
+        LOG.warn("dead-letter queue '{}' exists without x-delivery-limit=-1: RabbitMQ {} limits a quorum"
+            + " queue's deliveries to 20 by default, so browsing or replaying its dead letters (docs/DEAD-LETTERS.md)"
+            + " returns each at most that often before RabbitMQ drops it. Re-create the queue with"
+            + " x-delivery-limit=-1 (a queue's arguments cannot change)", config.deadLetterQueue(),
+            serverVersion(connection));
+        dlqRefusal = attempt(connection, ch -> ch.queueDeclarePassive(config.deadLetterQueue()));
+      }
+      if (dlqRefusal != null) {
+        throw new IdempotencyException(
+            "could not declare dead-letter queue '" + config.deadLetterQueue() + "': " + dlqRefusal.text);
+      }
       refuseOn(connection, ch -> ch.queueBind(config.deadLetterQueue(), dlx, ""),
           r -> "could not bind '" + config.deadLetterQueue() + "' to '" + dlx + "': " + r.text);
       refuseOn(connection, ch -> ch.queueDeclare(queue, true, false, false, args),
@@ -60,6 +76,35 @@ final class Topology {
       refuseOn(connection, ch -> ch.queueDeclare(queue, true, false, false, args),
           r -> explainArguments(connection, config, r));
     }
+  }
+
+  /**
+   * The dead-letter queue's arguments: its type, and on a quorum queue of RabbitMQ 4.0+ an
+   * unlimited delivery limit ({@code x-delivery-limit=-1}). RabbitMQ 4.0 gives every quorum queue a
+   * default limit of 20 deliveries, and a dead letter returned that often (each time an operator
+   * lists the queue with {@code basic.get} and returns the messages, or a replay leaves one) would be
+   * dropped — a dead-letter queue has no dead-letter exchange of its own. RabbitMQ 3.x has no
+   * default limit and reads a negative one as 0 (drop at the first return), so nothing is added
+   * there.
+   */
+  static Map<String, Object> deadLetterQueueArguments(RabbitConsumerConfig config, Connection connection) {
+    Map<String, Object> args = new LinkedHashMap<>();
+    args.put("x-queue-type", config.queueType().argument());
+    if (config.queueType() == RabbitQueueType.QUORUM && majorVersion(serverVersion(connection)) >= 4) {
+      args.put(DELIVERY_LIMIT, -1);
+    }
+    return args;
+  }
+
+  private static String serverVersion(Connection connection) {
+    Object version = connection.getServerProperties() == null ? null : connection.getServerProperties().get("version");
+    return version == null ? "" : version.toString();
+  }
+
+  /** The major version of a RabbitMQ version string ({@code 4.0.5}), or 0 when unknown. */
+  static int majorVersion(String version) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.").matcher(version);
+    return m.find() ? Integer.parseInt(m.group(1)) : 0;
   }
 
   private static String explainArguments(Connection connection, RabbitConsumerConfig config, Refusal r) {

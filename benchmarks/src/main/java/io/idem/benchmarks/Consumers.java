@@ -30,10 +30,10 @@ final class Consumers {
 
   /** What the consumer of a run is given. */
   record Setup(String bootstrap, String topic, String group, int maxBatchSize, int concurrency, boolean crashRun,
-      long commitIntervalMillis) {
-    /** The adapter's default commit interval. */
+      long commitIntervalMillis, int maxPollRecords) {
+    /** The adapter's default commit interval and each consumer's own {@code max.poll.records}. */
     Setup(String bootstrap, String topic, String group, int maxBatchSize, int concurrency, boolean crashRun) {
-      this(bootstrap, topic, group, maxBatchSize, concurrency, crashRun, -1);
+      this(bootstrap, topic, group, maxBatchSize, concurrency, crashRun, -1, 0);
     }
   }
 
@@ -53,6 +53,9 @@ final class Consumers {
     }
     if (setup.concurrency() > 1) {
       config.concurrency(setup.concurrency());
+    }
+    if (setup.maxPollRecords() > 0) {
+      config.maxPollRecords(setup.maxPollRecords());
     }
     if (setup.commitIntervalMillis() >= 0) {
       config.commitInterval(Duration.ofMillis(setup.commitIntervalMillis()));

@@ -33,8 +33,28 @@ final class Postgres {
     return b.toString().trim();
   }
 
+  /**
+   * The pid of the server's postmaster: the parent of the backend serving a new connection ({@code
+   * pg_backend_pid()}), read while that backend lives; 0 when the server is not on this machine.
+   */
+  static long postmasterPid(String url, String user, String password) {
+    try (Connection c = DriverManager.getConnection(url, BenchDatabase.props(user, password));
+        Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return CpuShares.postmasterOf(rs.getLong(1));
+    } catch (SQLException e) {
+      return 0;
+    }
+  }
+
   static SqlSessionFactory sessions(BenchDatabase db) {
     return new SqlSessionFactoryBuilder().build(
         new Configuration(new Environment("bench-purge", new JdbcTransactionFactory(), db.dataSource)));
+  }
+
+  /** A MyBatis factory on {@code dataSource} (MyBatis' JDBC transactions). */
+  static SqlSessionFactory sessionsOn(javax.sql.DataSource dataSource) {
+    return new SqlSessionFactoryBuilder().build(
+        new Configuration(new Environment("bench-http", new JdbcTransactionFactory(), dataSource)));
   }
 }

@@ -1,8 +1,6 @@
 package io.idem.benchmarks;
 
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,7 +15,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * The no-dedup ceilings: a plain {@code KafkaConsumer} (auto-commit off, Kafka's default
- * {@code max.poll.records} 500) writing each record's effect, then {@code commitSync()} after each
+ * {@code max.poll.records} 500 unless {@code --max-poll-records} is given) writing each record's effect, then {@code commitSync()} after each
  * poll. Per record: one JDBC transaction per record ({@code INSERT; COMMIT}). Batched: one
  * transaction and one multi-row {@code INSERT … SELECT unnest(?)} per poll. Producer retries are
  * applied twice: a non-zero {@code doubled} is expected.
@@ -47,6 +45,9 @@ final class RawConsumer implements AutoCloseable {
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    if (setup.maxPollRecords() > 0) {
+      props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, setup.maxPollRecords());
+    }
     if (setup.crashRun()) {
       props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Consumers.CRASH_SESSION_TIMEOUT_MS);
     }
@@ -56,10 +57,7 @@ final class RawConsumer implements AutoCloseable {
   }
 
   private void run() {
-    try (Connection c = db.dataSource.getConnection();
-        PreparedStatement one = c.prepareStatement("INSERT INTO effects (order_id) VALUES (?)");
-        PreparedStatement many = c.prepareStatement("INSERT INTO effects (order_id) SELECT unnest(?::text[])")) {
-      c.setAutoCommit(false);
+    try (EffectsWriter effects = new EffectsWriter(db)) {
       while (running) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
         if (records.isEmpty()) {
@@ -70,16 +68,12 @@ final class RawConsumer implements AutoCloseable {
         if (batched) {
           List<String> ids = new ArrayList<>(records.count());
           records.forEach(r -> ids.add(orderId(r)));
-          many.setArray(1, c.createArrayOf("text", ids.toArray()));
-          many.executeUpdate();
-          c.commit();
+          effects.applyAll(ids);
           progress.settled(records.count(), System.nanoTime() - polled);
         } else {
           for (ConsumerRecord<byte[], byte[]> r : records) {
             long start = System.nanoTime();
-            one.setString(1, orderId(r));
-            one.executeUpdate();
-            c.commit();
+            effects.applyOne(orderId(r));
             progress.settled(1, System.nanoTime() - start);
           }
         }

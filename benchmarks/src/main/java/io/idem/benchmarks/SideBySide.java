@@ -1,7 +1,6 @@
 package io.idem.benchmarks;
 
 import io.idem.fixtures.ChildJvm;
-import io.idem.fixtures.KafkaFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
@@ -34,19 +33,24 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The side-by-side benchmark: one PostgreSQL, one Kafka, the same stream of OrderPaid events
- * (with producer retries) consumed by each {@link Variant} in interleaved rounds, each run on a
- * fresh topic and fresh tables; per run events/s (first record seen → last record settled) and
- * the ledger (effects, doubled, missing). Optional parts: external peer commands run in the same
- * rounds ({@code --peer}), crash runs (the consumer in a child JVM SIGKILLed {@code --crash}
- * times), the memory run ({@code --memory-events}), the consumer's latency with and without a
- * retention purge running ({@code --purge-markers}) and {@code --concurrency}. See BENCHMARKS.md.
+ * The side-by-side benchmark: one PostgreSQL, one broker ({@code --broker kafka|rabbitmq|sqs|jms},
+ * see {@link BenchBroker}), the same stream of OrderPaid events (with producer retries) consumed
+ * by each {@link Variant} in interleaved rounds, each run on a fresh topic or queue and fresh
+ * tables; per run one {@code RESULT broker=… variant=… events/s=… doubled=… missing=…} line
+ * (events/s from the first record seen to the last one settled; the ledger: effects, doubled,
+ * missing) and per round {@code RATIO broker=… round=… <variant>/<baseline>=…} lines. Optional
+ * parts: external peer commands run in the same rounds ({@code --peer}); on Kafka only, crash runs
+ * (the consumer in a child JVM SIGKILLed {@code --crash} times), the memory run ({@code
+ * --memory-events}), the consumer's latency with and without a retention purge running ({@code
+ * --purge-markers}) and {@code --concurrency}. See BENCHMARKS.md.
  */
 @Command(name = "side-by-side", mixinStandardHelpOptions = true,
-    description = "Idem against plain consumers (and peers) on one PostgreSQL and one Kafka.")
+    description = "Idem against plain consumers (and peers) on one PostgreSQL and one broker.")
 public final class SideBySide implements Callable<Integer> {
   private static final Pattern PEER_RATE = Pattern.compile("events/s=([0-9.]+)");
 
+  @Option(names = "--broker", defaultValue = "kafka", description = "kafka, rabbitmq, sqs or jms (default ${DEFAULT-VALUE})")
+  String brokerName;
   @Option(names = "--events", defaultValue = "10000", description = "records published per run (default ${DEFAULT-VALUE})")
   int events;
   @Option(names = "--retry-rate", defaultValue = "0.2", description = "share of producer retries (default ${DEFAULT-VALUE})")
@@ -56,7 +60,8 @@ public final class SideBySide implements Callable<Integer> {
   int rounds;
   @Option(names = "--variants", split = ",", defaultValue = "idem,idem-batch,idem-batch-handler,raw-tx,raw-batch")
   List<String> variants;
-  @Option(names = "--max-batch-size", defaultValue = "100", description = "the batch variants' maxBatchSize")
+  @Option(names = "--max-batch-size", defaultValue = "0", description = "the batch variants' maxBatchSize (0: the"
+      + " broker's default: Kafka 100, RabbitMQ, SQS and JMS 10; RabbitMQ's batch variants prefetch twice as many)")
   int maxBatchSize;
 
   @Option(names = "--purge-batch-size", defaultValue = "0",
@@ -70,9 +75,20 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--commit-interval-ms", defaultValue = "-1",
       description = "the Idem variants' Kafka commitInterval in ms (-1: the adapter's default, 100 ms; 0: after every poll)")
   long commitIntervalMillis;
+  @Option(names = "--max-poll-records", defaultValue = "0", description = "Kafka's max.poll.records for Idem's variants"
+      + " and the plain consumers (0: each one's default: Idem 100, the plain KafkaConsumer 500)")
+  int maxPollRecords;
+  @Option(names = "--statements", description = "print per run the statements PostgreSQL executed, per event"
+      + " (pg_stat_statements: it must be preloaded and created; server-wide counts, so a PostgreSQL of the"
+      + " benchmark's own)")
+  boolean statements;
+  @Option(names = "--profile", description = "a directory: per run, a wall-clock profile of every thread from the"
+      + " consumer's start to its last settled message, <run>.collapsed (async-profiler's jar on the class path)")
+  Path profileDir;
   @Option(names = "--peer", description = "NAME=SHELL COMMAND run in each round before the variants; its"
-      + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap}, {jdbc-url},"
-      + " {events} and {seed} in it are replaced by this run's")
+      + " output's 'RESULT … events/s=N' is the peer's rate (e.g. the Camel harness); {bootstrap} (the broker's"
+      + " address: Kafka bootstrap servers, AMQP URI, SQS endpoint, JMS URL), {jdbc-url}, {events} and {seed} in it"
+      + " are replaced by this run's")
   Map<String, String> peers = new LinkedHashMap<>();
   @Option(names = "--baseline", description = "the peer the ratios are taken against (default: the first --peer)")
   String baseline;
@@ -98,11 +114,19 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--jdbc-password", defaultValue = "") String jdbcPassword;
   @Option(names = "--bootstrap", description = "default: the fixtures' Kafka (IDEM_KAFKA_BOOTSTRAP, else an in-JVM KRaft broker)")
   String bootstrap;
+  @Option(names = "--rabbitmq-uri", description = "default: the fixtures' RabbitMQ (IDEM_RABBITMQ_URI, else 127.0.0.1:5672)")
+  String rabbitmqUri;
+  @Option(names = "--sqs-endpoint", description = "default: the fixtures' SQS (IDEM_SQS_ENDPOINT, else an in-JVM ElasticMQ);"
+      + " JMS: IDEM_JMS_URL, else an embedded Artemis")
+  String sqsEndpoint;
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
   @Option(names = "--pool", defaultValue = "4") int pool;
   @Option(names = "--seed", defaultValue = "42") long seed;
   @Option(names = "--timeout", defaultValue = "PT15M", converter = DurationConverter.class) Duration timeout;
 
   private final PrintStream out;
+  private BenchBroker broker;
+  private long postmasterPid;
   private final List<RunResult> results = new ArrayList<>();
   private final Map<String, String> notes = new LinkedHashMap<>();
 
@@ -128,18 +152,61 @@ public final class SideBySide implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    refuseKafkaOnlyOptions();
     if (jdbcUrl == null) {
       PostgresFixture pg = PostgresFixture.shared();
       jdbcUrl = pg.jdbcUrl();
       jdbcUser = pg.user();
       jdbcPassword = pg.password();
     }
-    if (bootstrap == null) {
-      bootstrap = KafkaFixture.shared().bootstrapServers();
+    broker = brokerName.equals("kafka") ? KafkaBench.connect(bootstrap).partitions(partitions)
+        : BenchBroker.of(brokerName, brokerName.equals("rabbitmq") ? rabbitmqUri : sqsEndpoint);
+    try {
+      bootstrap = broker.address();
+      if (maxBatchSize <= 0) {
+        maxBatchSize = broker.defaultBatchSize();
+      }
+      postmasterPid = Postgres.postmasterPid(jdbcUrl, jdbcUser, jdbcPassword);
+      out.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
+          + " " + System.getProperty("java.version") + ", PostgreSQL " + jdbcUrl + ", " + broker.describe()
+          + ", batch variants maxBatchSize " + maxBatchSize);
+      out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword)
+          + (postmasterPid > 0 ? " postmaster_pid=" + postmasterPid : " (not on this machine: its CPU is not separated)"));
+      runAll();
+      summary();
+    } finally {
+      broker.close();
     }
-    out.println("machine: " + Runtime.getRuntime().availableProcessors() + " CPUs, " + System.getProperty("java.vm.name")
-        + " " + System.getProperty("java.version") + ", PostgreSQL " + jdbcUrl + ", Kafka " + bootstrap);
-    out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword));
+    return 0;
+  }
+
+  /** The runs that need Kafka (a child JVM's consumer group lag, Kafka's commit interval) refuse other brokers. */
+  private void refuseKafkaOnlyOptions() {
+    if (!List.of("kafka", "rabbitmq", "sqs", "jms").contains(brokerName)) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--broker must be one of kafka, rabbitmq, sqs, jms, but was '" + brokerName + "'");
+    }
+    Map<String, Boolean> kafkaOnly = new LinkedHashMap<>();
+    kafkaOnly.put("--crash", crashes > 0);
+    kafkaOnly.put("--memory-events", memoryEvents > 0);
+    kafkaOnly.put("--purge-markers", purgeMarkers > 0);
+    kafkaOnly.put("--concurrency", concurrency > 1);
+    kafkaOnly.put("--commit-interval-ms", commitIntervalMillis >= 0);
+    kafkaOnly.put("--max-poll-records", maxPollRecords > 0);
+    kafkaOnly.put("--bootstrap", bootstrap != null);
+    kafkaOnly.forEach((option, given) -> {
+      if (given && !brokerName.equals("kafka")) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            option + " runs on --broker kafka only so far, but --broker was " + brokerName);
+      }
+    });
+    if (rabbitmqUri != null && !brokerName.equals("rabbitmq") || sqsEndpoint != null && !brokerName.equals("sqs")) {
+      throw new CommandLine.ParameterException(spec.commandLine(), (rabbitmqUri != null ? "--rabbitmq-uri" : "--sqs-endpoint")
+          + " is for --broker " + (rabbitmqUri != null ? "rabbitmq" : "sqs") + ", but --broker was " + brokerName);
+    }
+  }
+
+  private void runAll() throws Exception {
     OrderStream stream = OrderStream.generate(events, retryRate, seed);
     if (warmupEvents > 0 && (rounds > 0 || purgeMarkers > 0)) {
       OrderStream warmup = OrderStream.generate(warmupEvents, retryRate, seed - 1);
@@ -156,6 +223,7 @@ public final class SideBySide implements Callable<Integer> {
       for (String v : variants) {
         measure(round, Variant.of(v), stream, 1);
       }
+      ratios(round);
     }
     if (concurrency > 1) {
       measure(1, Variant.IDEM, stream, concurrency);
@@ -171,9 +239,6 @@ public final class SideBySide implements Callable<Integer> {
     if (memoryEvents > 0) {
       memoryRun(Variant.of(memoryVariant), OrderStream.generate(memoryEvents, retryRate, seed));
     }
-    summary();
-    Topics.closeAll();
-    return 0;
   }
 
   // ---- throughput -------------------------------------------------------------------------
@@ -184,32 +249,54 @@ public final class SideBySide implements Callable<Integer> {
     String id = runId(name);
     try (BenchDatabase db = BenchDatabase.create(jdbcUrl, jdbcUser, jdbcPassword, id, pool)) {
       db.recordExpected(stream.orderIds());
-      Topics.create(bootstrap, id, partitions);
-      stream.publish(bootstrap, id);
-      Progress progress = new Progress(stream.size());
-      long cpuNanos;
-      try (AutoCloseable consumer = Consumers.start(variant,
-          new Consumers.Setup(bootstrap, id, id, maxBatchSize, workers, false, commitIntervalMillis), db, progress)) {
-        progress.await(stream.size(), timeout);
-        cpuNanos = consumerThreadCpuNanos(id);
+      broker.create(id);
+      try {
+        broker.publish(id, stream);
+        Progress progress = new Progress(stream.size());
+        StatementCounts counts = statements ? new StatementCounts(jdbcUrl, jdbcUser, jdbcPassword) : null;
+        if (counts != null) {
+          counts.reset();
+        }
+        CpuShares cpu = new CpuShares(postmasterPid).begin();
+        WallProfile profile = WallProfile.start(profileDir, id);
+        long cpuNanos;
+        String shares;
+        try (AutoCloseable consumer = broker.start(variant,
+            new BenchBroker.Run(id, maxBatchSize, workers, commitIntervalMillis, maxPollRecords), db, progress)) {
+          progress.await(stream.size(), timeout);
+          if (profile != null) {
+            profile.stop();
+          }
+          cpuNanos = consumerThreadCpuNanos(id);
+          shares = cpu.end();
+        }
+        if (counts != null) {
+          counts.report(stream.size()).forEach(line -> out.println("STATEMENTS " + name + " " + line));
+        }
+        record(new RunResult(round, name, stream.size(), progress.eventsPerSecond(), progress.wallMillis(), db.ledger(),
+            load), "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99))
+            + " consumer_cpu_us_per_event=" + fmt(cpuNanos / 1000.0 / stream.size()) + " cpu=[" + shares + "]");
+      } finally {
+        broker.delete(id);
       }
-      record(new RunResult(round, name, stream.size(), progress.eventsPerSecond(), progress.wallMillis(), db.ledger(),
-          load), "p50_ms=" + fmt(progress.latencyMillis(0.5)) + " p99_ms=" + fmt(progress.latencyMillis(0.99))
-          + " consumer_cpu_us_per_event=" + fmt(cpuNanos / 1000.0 / stream.size()));
-      Topics.delete(bootstrap, id);
     }
   }
 
   /**
-   * CPU time used so far by the consumer threads of run {@code id} (Idem's {@code idem-kafka-<group>-…},
-   * the raw consumer's {@code raw-consumer-<group>}): on a loaded machine a message's CPU time is
-   * stretched by the waits for a core, so it is recorded beside events/s.
+   * CPU time used so far by the consumer threads of run {@code id}: Idem's adapter threads named
+   * after the run's topic, group or queue ({@code idem-kafka-<group>-…}, {@code
+   * idem-rabbit-worker-<queue>-…} and {@code idem-rabbit-settle-…}, {@code idem-sqs-poll-<queue>}
+   * and its workers and timer, {@code idem-jms-<queue>-…}) and the plain consumer's {@code
+   * raw-consumer-<destination>}; the broker clients' own I/O threads are not counted. On a loaded
+   * machine a message's CPU time is stretched by the waits for a core, so it is recorded beside
+   * events/s.
    */
   private static long consumerThreadCpuNanos(String id) {
     java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
     long sum = 0;
     for (Thread t : Thread.getAllStackTraces().keySet()) {
-      if (t.getName().startsWith("idem-kafka-" + id) || t.getName().equals("raw-consumer-" + id)) {
+      String n = t.getName();
+      if ((n.startsWith("idem-") || n.startsWith("raw-consumer-")) && n.contains(id)) {
         sum += Math.max(0, mx.getThreadCpuTime(t.getId()));
       }
     }
@@ -218,7 +305,7 @@ public final class SideBySide implements Callable<Integer> {
 
   private void runPeer(int round, String name, String command) throws Exception {
     String load = Load.now();
-    String resolved = command.replace("{bootstrap}", bootstrap).replace("{jdbc-url}", jdbcUrl)
+    String resolved = command.replace("{bootstrap}", broker.address()).replace("{jdbc-url}", jdbcUrl)
         .replace("{events}", Integer.toString(events)).replace("{seed}", Long.toString(seed));
     Process p = new ProcessBuilder("bash", "-c", resolved).redirectErrorStream(true).start();
     Path log = Files.createTempFile("peer-" + name + "-r" + round, ".log");
@@ -237,16 +324,51 @@ public final class SideBySide implements Callable<Integer> {
       }
     }
     int rc = p.waitFor();
-    out.println("RESULT round=" + round + " peer=" + name + " rc=" + rc + " events/s=" + fmt(rate) + " load=[" + load
-        + "] | LEDGER " + ledger + " (log " + log + ")");
+    out.println("RESULT broker=" + broker.name() + " variant=peer:" + name + " events/s=" + fmt(rate)
+        + " doubled=- missing=- round=" + round + " rc=" + rc + " load=[" + load + "] | LEDGER " + ledger + " (log " + log + ")");
     results.add(new RunResult(round, "peer:" + name, events, rate, 0, null, load));
   }
 
   private void record(RunResult r, String extra) {
     results.add(r);
-    out.println("RESULT round=" + r.round() + " variant=" + r.name() + " events=" + r.events() + " events/s="
-        + fmt(r.eventsPerSecond()) + " wall_ms=" + r.wallMillis() + " " + extra + " load=[" + r.load() + "] | LEDGER "
-        + r.ledger());
+    BenchDatabase.Ledger l = r.ledger();
+    out.println("RESULT broker=" + broker.name() + " variant=" + r.name() + " events/s=" + fmt(r.eventsPerSecond())
+        + " doubled=" + (l == null ? "-" : l.doubled()) + " missing=" + (l == null ? "-" : l.missing())
+        + " round=" + r.round() + " events=" + r.events() + " wall_ms=" + r.wallMillis() + " " + extra
+        + " load=[" + r.load() + "] | LEDGER " + l);
+  }
+
+  /**
+   * The round's ratios: every run to the plain per-message consumer ({@code raw-tx}), Idem's batch
+   * variants also to the batched plain consumer ({@code raw-batch}), and every variant to the
+   * baseline peer when there is one.
+   */
+  private void ratios(int round) {
+    String base = basePeer();
+    for (RunResult r : results) {
+      if (r.round() != round || r.name().startsWith("peer:")) {
+        continue;
+      }
+      List<String> against = new ArrayList<>();
+      if (!r.name().equals(Variant.RAW_PER_RECORD.label)) {
+        against.add(Variant.RAW_PER_RECORD.label);
+      }
+      if (r.name().startsWith("idem-batch")) {
+        against.add(Variant.RAW_BATCHED.label);
+      }
+      if (base != null) {
+        against.add(base);
+      }
+      for (String a : against) {
+        results.stream().filter(o -> o.round() == round && o.name().equals(a)).findFirst().ifPresent(o ->
+            out.println("RATIO broker=" + broker.name() + " round=" + round + " " + r.name() + "/" + a + "="
+                + String.format(Locale.ROOT, "%.2f", r.eventsPerSecond() / o.eventsPerSecond())));
+      }
+    }
+  }
+
+  private @Nullable String basePeer() {
+    return baseline != null ? "peer:" + baseline : peers.isEmpty() ? null : "peer:" + peers.keySet().iterator().next();
   }
 
   // ---- retention purge against consumer latency ------------------------------------------
@@ -294,7 +416,7 @@ public final class SideBySide implements Callable<Integer> {
         }, "purge");
         boolean purges = !purging.equals("no-purge");
         try (AutoCloseable consumer = Consumers.start(Variant.IDEM,
-            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis), db, progress)) {
+            new Consumers.Setup(bootstrap, id, id, maxBatchSize, 1, false, commitIntervalMillis, maxPollRecords), db, progress)) {
           if (purges) {
             purger.start();
           }
@@ -408,17 +530,17 @@ public final class SideBySide implements Callable<Integer> {
 
   private void summary() {
     out.println();
-    out.println("SUMMARY (medians over rounds; ratio = median of the per-round ratios)");
-    String base = baseline != null ? "peer:" + baseline : peers.isEmpty() ? null : "peer:" + peers.keySet().iterator().next();
+    out.println("SUMMARY broker=" + broker.name() + " (medians over rounds; ratio = median of the per-round ratios)");
+    String base = basePeer();
     List<String> names = results.stream().map(RunResult::name).distinct().toList();
-    out.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s  %s", "run", "events/s",
-        base == null ? "" : "x " + base.substring(5), "x raw-tx", "ledger (last round)"));
+    out.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s %12s  %s", "run", "events/s",
+        base == null ? "" : "x " + base.substring(5), "x raw-tx", "x raw-batch", "ledger (last round)"));
     for (String n : names) {
       List<RunResult> rs = results.stream().filter(r -> r.name().equals(n)).toList();
       double median = median(rs.stream().mapToDouble(RunResult::eventsPerSecond).toArray());
       RunResult last = rs.get(rs.size() - 1);
-      out.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s  %s", n, median,
-          base == null ? "" : ratio(n, base), ratio(n, Variant.RAW_PER_RECORD.label),
+      out.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s %12s  %s", n, median,
+          base == null ? "" : ratio(n, base), ratio(n, Variant.RAW_PER_RECORD.label), ratio(n, Variant.RAW_BATCHED.label),
           last.ledger() == null ? "" : last.ledger()));
     }
     notes.forEach((k, v) -> out.println("NOTE " + k + ": " + v));

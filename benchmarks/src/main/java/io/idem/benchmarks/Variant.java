@@ -2,15 +2,15 @@ package io.idem.benchmarks;
 
 /** The consumers measured side by side. */
 enum Variant {
-  /** Idem's {@code KafkaIdempotentConsumer} exactly as the README's Kafka quick start. */
+  /** Idem's consumer of the broker exactly as the README's quick start (one consumer thread). */
   IDEM("idem", true),
   /** Idem in batch mode ({@code maxBatchSize}), the same per-message handler. */
   IDEM_BATCH("idem-batch", true),
   /** Idem in batch mode with a {@code BatchMessageHandler} writing one multi-row INSERT. */
   IDEM_BATCH_HANDLER("idem-batch-handler", true),
-  /** A plain KafkaConsumer, one JDBC transaction per record, no dedup. */
+  /** A plain consumer of the broker's client, one JDBC transaction per message, no dedup. */
   RAW_PER_RECORD("raw-tx", false),
-  /** A plain KafkaConsumer, one transaction and one multi-row INSERT per poll, no dedup. */
+  /** A plain consumer, one transaction and one multi-row INSERT per received batch, one ack for it, no dedup. */
   RAW_BATCHED("raw-batch", false);
 
   final String label;
@@ -23,6 +23,11 @@ enum Variant {
 
   boolean batch() {
     return this == IDEM_BATCH || this == IDEM_BATCH_HANDLER;
+  }
+
+  /** A batch variant: Idem's two batch modes and the batched plain consumer. */
+  boolean batched() {
+    return batch() || this == RAW_BATCHED;
   }
 
   static Variant of(String label) {

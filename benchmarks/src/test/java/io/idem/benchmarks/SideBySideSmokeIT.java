@@ -2,42 +2,55 @@ package io.idem.benchmarks;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.OutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 /**
- * The side-by-side command runs end to end on the fixtures' PostgreSQL and Kafka, small: 100
- * records with 20 % producer retries, Idem per-message and the plain per-record consumer. Its
- * ledgers must add up: Idem applies each order once, the plain consumer applies every retry again.
- * Not a measurement (the numbers are not looked at).
+ * The side-by-side command runs end to end on each broker of the fixtures (Kafka in-JVM, the
+ * RabbitMQ server, ElasticMQ in-JVM, embedded Artemis) and their PostgreSQL, small: 100 records
+ * with 20 % producer retries, one round of every variant. Its ledgers must add up: Idem applies
+ * each order once, the plain consumers apply every retry again; each run prints its RESULT line
+ * and the round its RATIO lines. Not a measurement (the numbers are not looked at).
  */
 class SideBySideSmokeIT {
 
-  @Test
-  void theCommandRunsAndItsLedgersAddUp() {
-    SideBySide command = new SideBySide(new PrintStream(OutputStream.nullOutputStream()));
+  @ParameterizedTest(name = "--broker {0}")
+  @ValueSource(strings = {"kafka", "rabbitmq", "sqs", "jms"})
+  void theCommandRunsAndItsLedgersAddUp(String broker) {
+    ByteArrayOutputStream printed = new ByteArrayOutputStream();
+    SideBySide command = new SideBySide(new PrintStream(printed, true, StandardCharsets.UTF_8));
     int exit = new CommandLine(command).execute(
-        "--events", "100", "--warmup-events", "0", "--rounds", "1", "--variants", "idem,raw-tx", "--timeout", "PT2M");
+        "--broker", broker, "--events", "100", "--warmup-events", "0", "--rounds", "1", "--timeout", "PT2M");
 
-    assertThat(exit).isZero();
+    String output = printed.toString(StandardCharsets.UTF_8);
+    assertThat(exit).as(output).isZero();
     List<SideBySide.RunResult> runs = command.results();
-    assertThat(runs).extracting(SideBySide.RunResult::name).containsExactly("idem", "raw-tx");
-    BenchDatabase.Ledger idem = runs.get(0).ledger();
-    BenchDatabase.Ledger raw = runs.get(1).ledger();
-    assertThat(idem).isNotNull();
-    assertThat(raw).isNotNull();
-    // 100 records, 20 of them retries of 80 distinct orders
-    assertThat(idem.expected()).isEqualTo(80);
-    assertThat(idem.effects()).isEqualTo(80);
-    assertThat(idem.doubled()).isZero();
-    assertThat(idem.missing()).isZero();
-    assertThat(idem.markers()).isEqualTo(80);
-    assertThat(raw.effects()).isEqualTo(100);
-    assertThat(raw.doubled()).isEqualTo(20);
-    assertThat(raw.missing()).isZero();
-    assertThat(runs).allSatisfy(r -> assertThat(r.eventsPerSecond()).isPositive());
+    assertThat(runs).extracting(SideBySide.RunResult::name)
+        .containsExactly("idem", "idem-batch", "idem-batch-handler", "raw-tx", "raw-batch");
+    for (SideBySide.RunResult run : runs) {
+      BenchDatabase.Ledger ledger = run.ledger();
+      assertThat(ledger).as(run.name()).isNotNull();
+      // 100 records, 20 of them retries of 80 distinct orders
+      assertThat(ledger.expected()).as(run.name()).isEqualTo(80);
+      assertThat(ledger.missing()).as(run.name()).isZero();
+      if (run.name().startsWith("idem")) {
+        assertThat(ledger.effects()).as(run.name()).isEqualTo(80);
+        assertThat(ledger.doubled()).as(run.name()).isZero();
+        assertThat(ledger.markers()).as(run.name()).isEqualTo(80);
+      } else {
+        assertThat(ledger.effects()).as(run.name()).isEqualTo(100);
+        assertThat(ledger.doubled()).as(run.name()).isEqualTo(20);
+      }
+      assertThat(run.eventsPerSecond()).as(run.name()).isPositive();
+      assertThat(output).containsPattern("(?m)^RESULT broker=" + broker + " variant=" + run.name()
+          + " events/s=[0-9.]+ doubled=" + ledger.doubled() + " missing=0 ");
+    }
+    assertThat(output).containsPattern("(?m)^RATIO broker=" + broker + " round=1 idem/raw-tx=[0-9.]+$")
+        .containsPattern("(?m)^RATIO broker=" + broker + " round=1 idem-batch-handler/raw-batch=[0-9.]+$");
   }
 }

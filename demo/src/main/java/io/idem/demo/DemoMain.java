@@ -97,6 +97,12 @@ public final class DemoMain implements Callable<Integer> {
       completionCandidates = BrokerNames.class)
   @Nullable String broker;
 
+  @Option(names = "--source", defaultValue = "broker", paramLabel = "SOURCE",
+      description = "Where the OrderPaid stream comes from: broker (--broker's, the default) or webhooks"
+          + " (Stripe-style signed HTTP POSTs, with timeouts and retries, to an idem-http webhook receiver in"
+          + " a child JVM killed --crashes times; not with --broker, --batch or --migrate-*; no receipts).")
+  String source = "broker";
+
   @Option(names = "--events", defaultValue = "10000", description = "Events to publish (default: ${DEFAULT-VALUE}).")
   int events;
 
@@ -126,6 +132,12 @@ public final class DemoMain implements Callable<Integer> {
           + " and apply it downstream; --no-receipts for the orders only (default: ${DEFAULT-VALUE};"
           + " not in a migration).")
   boolean receipts;
+
+  @Option(names = "--replay-dead-letters", paramLabel = "N", arity = "0..1", defaultValue = "0", fallbackValue = "5",
+      description = "N orders (5 when no N is given) fail non-retryably and are dead-lettered with their reason; once"
+          + " everything else is applied the failure is switched off and idem-cli dead-letters replays them twice"
+          + " (--keep, then again): each applied once, the second replay nothing (default: off).")
+  int replayDeadLetters;
 
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
@@ -197,6 +209,23 @@ public final class DemoMain implements Callable<Integer> {
     if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
       throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
     }
+    source = source.toLowerCase(Locale.ROOT);
+    if (!source.equals("broker") && !source.equals("webhooks")) {
+      throw usageError("--source must be broker or webhooks, but was '" + source + "'");
+    }
+    if (source.equals("webhooks") && (broker != null || migrateFrom != null || migrateTo != null || batch > 1)) {
+      throw usageError("--source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to:"
+          + " the events come over HTTP, one transaction per request");
+    }
+    if (source.equals("webhooks") && replayDeadLetters > 0) {
+      throw usageError("--replay-dead-letters does not go with --source webhooks: webhooks have no dead-letter destination");
+    }
+    if (replayDeadLetters < 0 || replayDeadLetters > events / 2) {
+      throw usageError("--replay-dead-letters must be in [0, --events / 2], but was " + replayDeadLetters);
+    }
+    if (replayDeadLetters > 0 && (migrateFrom != null || migrateTo != null)) {
+      throw usageError("--replay-dead-letters does not go with --migrate-from/--migrate-to");
+    }
     if (broker != null && (migrateFrom != null || migrateTo != null)) {
       throw usageError(
           "--broker does not go with --migrate-from/--migrate-to: a migration runs on the two brokers they name");
@@ -235,6 +264,12 @@ public final class DemoMain implements Callable<Integer> {
     if (migrateFrom != null) {
       return migrate(baseSeed);
     }
+    if (source.equals("webhooks")) {
+      Ledger ledger = new WebhookRun(events, duplicateRate, crashes, baseSeed, timeout, keepSchema, out::println).run();
+      out.println(ledger.describe());
+      out.flush();
+      return ledger.ok() ? 0 : 1;
+    }
     List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
     List<Ledger> ledgers = new ArrayList<>();
     List<String> errors = new ArrayList<>();
@@ -243,6 +278,7 @@ public final class DemoMain implements Callable<Integer> {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
+            .replayDeadLetters(replayDeadLetters)
             .output(out::println)
             .build().run();
         out.println(ledger.describe());

@@ -52,7 +52,10 @@ public final class LedgerRun {
   private final boolean keepSchema;
   private final int maxBatchSize;
   private final boolean receipts;
+  private final int replayDeadLetters;
   private final Consumer<String> out;
+  /** With {@link Builder#replayDeadLetters(int)}: the orders failing while this file exists. */
+  private java.nio.file.@Nullable Path failSwitch;
 
   private LedgerRun(Builder b) {
     this.broker = b.broker;
@@ -66,6 +69,7 @@ public final class LedgerRun {
     this.keepSchema = b.keepSchema;
     this.maxBatchSize = b.maxBatchSize;
     this.receipts = b.receipts;
+    this.replayDeadLetters = b.replayDeadLetters;
     this.out = b.out;
   }
 
@@ -106,6 +110,12 @@ public final class LedgerRun {
           (System.nanoTime() - publishStart) / 1e9));
 
       long unique = stream.orderIds().size();
+      List<String> failing = failingOrders(stream, random);
+      boolean replayPending = !failing.isEmpty();
+      if (replayPending) {
+        failSwitch = FailingOrders.writeSwitch(failing);
+        out.accept(tag + failing.size() + " orders fail non-retryably until the dead-letter replay: " + failing);
+      }
       long[] crashAt = new long[crashes];
       for (int i = 0; i < crashes; i++) {
         crashAt[i] = (long) (unique * (0.05 + 0.8 * random.nextDouble()));
@@ -131,6 +141,7 @@ public final class LedgerRun {
       children.add(child);
       long lastReport = 0;
       long idleSince = 0;
+      boolean replayed = failing.isEmpty();
       while (true) {
         Thread.sleep(POLL.toMillis());
         long applied = db.ordersApplied();
@@ -194,9 +205,15 @@ public final class LedgerRun {
                   db.receiptsPublished(receiptsDestination), db.ordersReceipted(), relayCrashed, relayCrashes) : "",
               (now - start) / 1e9));
         }
-        boolean allApplied = applied >= unique && broker.deadLettered(destination) >= poisonMessages;
+        boolean allApplied = applied >= unique - (replayPending ? failing.size() : 0)
+            && broker.deadLettered(destination) >= poisonMessages + (replayPending ? failing.size() : 0);
         boolean drained = allApplied && broker.pending(destination, group) == 0
             && (!receipts || receiptsSettled(db, receiptsDestination, receiptsQueue, receiptsGroup, unique));
+        if (drained && crashed >= crashes && relayCrashed >= relayCrashes && replayPending) {
+          replayPending = false;
+          replayed = replay(db, destination, group, failing, unique, tag, deadline);
+          continue;
+        }
         if (drained && crashed >= crashes && relayCrashed >= relayCrashes) {
           break;
         }
@@ -226,7 +243,12 @@ public final class LedgerRun {
         relay.stop(Duration.ofSeconds(60));
       }
       ConsumerOutput seen = ConsumerOutput.of(children);
-      List<DeadLetteredMessage> deadLetters = broker.readDeadLetters(destination);
+      // the replayed orders' dead letters are expected (a Kafka topic keeps them); after a failed replay, wrong
+      List<DeadLetteredMessage> deadLetters =
+          withoutReplayed(broker.readDeadLetters(destination), replayed ? failing : List.of());
+      if (!replayed) {
+        out.accept(tag + "the dead-letter replay did not complete: its dead letters count as wrong");
+      }
       // each crash may leave one more copy of a keyless message, with the same identifiers
       long wrong = DeadLetterCheck.wrong(deadLetters, poisonIds, 1 + crashed);
       if (wrong > 0) {
@@ -275,6 +297,9 @@ public final class LedgerRun {
   private ChildJvm startConsumer(String destination, String receiptsQueue, String group, DemoDatabase db,
       long unique, int generation, int crashed, Random random) {
     List<String> jvmArgs = new ArrayList<>();
+    if (failSwitch != null) {
+      jvmArgs.add("-D" + FailingOrders.PROPERTY + "=" + failSwitch);
+    }
     if (crashPoint != null && crashed < crashes) {
       jvmArgs.add("-Didem.crash.point=" + crashPoint.name());
       jvmArgs.add("-Didem.crash.after=" + crashAfter(passesAtLeast(destination, unique - db.ordersApplied()),
@@ -338,6 +363,59 @@ public final class LedgerRun {
         .orElseThrow(() -> new IllegalStateException("the relay printed no " + RelayProcess.PAUSED_PREFIX + "line"));
   }
 
+  /** The orders that fail until the replay: {@code replayDeadLetters} of them, chosen by the run's seed. */
+  private List<String> failingOrders(OrderEvents stream, Random random) {
+    List<String> ids = new ArrayList<>(stream.orderIds());
+    java.util.Collections.shuffle(ids, random);
+    return List.copyOf(ids.subList(0, Math.min(replayDeadLetters, ids.size())));
+  }
+
+  /**
+   * The replay step: the failure switched off, the failing orders' dead letters replayed with
+   * {@code --keep} (each order applied once, the dead letters kept), then replayed again (every copy
+   * a duplicate, the dead letters removed). Whether both replays succeeded and every order was
+   * applied.
+   */
+  private boolean replay(DemoDatabase db, String destination, String group, List<String> failing, long unique,
+      String tag, long deadline) throws InterruptedException {
+    try {
+      java.nio.file.Files.deleteIfExists(java.util.Objects.requireNonNull(failSwitch));
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("could not switch the failure off: " + e.getMessage(), e);
+    }
+    out.accept(tag + "the failure is switched off; replaying the dead letters of the " + failing.size()
+        + " orders with idem-cli dead-letters replay --cause NON_RETRYABLE --keep");
+    Consumer<String> indented = line -> out.accept(tag + "  " + line);
+    DeadLetterTool.Result first = DeadLetterTool.run(broker, destination, db.schema, "replay",
+        List.of("--cause", "NON_RETRYABLE", "--keep"), indented);
+    while (db.ordersApplied() < unique && System.nanoTime() < deadline) {
+      Thread.sleep(POLL.toMillis());
+    }
+    out.accept(String.format(Locale.ROOT, "%sreplay 1: %d dead letters copied back (exit %d); %,d/%,d orders applied",
+        tag, first.count(io.idem.deadletters.ActionResult.Outcome.COPIED), first.exit(), db.ordersApplied(), unique));
+    out.accept(tag + "replaying the same dead letters again, and removing them: idem-cli dead-letters replay --cause"
+        + " NON_RETRYABLE");
+    DeadLetterTool.Result second = DeadLetterTool.run(broker, destination, db.schema, "replay",
+        List.of("--cause", "NON_RETRYABLE"), indented);
+    while (broker.pending(destination, group) > 0 && System.nanoTime() < deadline) {
+      Thread.sleep(POLL.toMillis());
+    }
+    out.accept(String.format(Locale.ROOT, "%sreplay 2: %d dead letters replayed again (exit %d); orders applied"
+            + " twice: %d", tag, second.count(io.idem.deadletters.ActionResult.Outcome.REPLAYED), second.exit(),
+        db.doubled()));
+    return first.exit() == 0 && second.exit() == 0 && db.ordersApplied() >= unique;
+  }
+
+  /** {@code found} without the failing orders' dead letters (a Kafka topic keeps the replayed ones). */
+  private static List<DeadLetteredMessage> withoutReplayed(List<DeadLetteredMessage> found, List<String> failing) {
+    if (failing.isEmpty()) {
+      return found;
+    }
+    java.util.Set<String> ids = java.util.Set.copyOf(failing);
+    return found.stream().filter(d -> !("NON_RETRYABLE".equals(d.cause())
+        && ids.contains(d.headers().get(io.idem.DeadLetterReason.HEADER_KEY)))).toList();
+  }
+
   /**
    * How many passes of the crash point the next consumer makes before it halts: at most an even
    * share of the orders still to apply, so that every remaining planned crash still finds a new
@@ -390,6 +468,7 @@ public final class LedgerRun {
     private boolean keepSchema;
     private int maxBatchSize = 1;
     private boolean receipts;
+    private int replayDeadLetters;
     private Consumer<String> out = System.out::println;
 
     private Builder(DemoBroker broker) {
@@ -461,6 +540,16 @@ public final class LedgerRun {
       return this;
     }
 
+    /**
+     * How many orders fail non-retryably (and are dead-lettered with their reason) until the run,
+     * once everything else is applied, switches the failure off and replays them twice with the
+     * dead-letter tool ({@code --replay-dead-letters}); default 0: none.
+     */
+    public Builder replayDeadLetters(int value) {
+      this.replayDeadLetters = value;
+      return this;
+    }
+
     /** Where progress lines go; default standard output. */
     public Builder output(Consumer<String> value) {
       this.out = Objects.requireNonNull(value, "output");
@@ -479,6 +568,9 @@ public final class LedgerRun {
       }
       if (maxBatchSize < 1) {
         throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
+      }
+      if (replayDeadLetters < 0 || replayDeadLetters > events / 2) {
+        throw new IllegalArgumentException("replayDeadLetters must be in [0, events / 2], but was " + replayDeadLetters);
       }
       if (poisonMessages < 0) {
         throw new IllegalArgumentException("poisonMessages must be >= 0, but was " + poisonMessages);

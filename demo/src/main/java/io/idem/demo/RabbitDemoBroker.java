@@ -81,13 +81,24 @@ final class RabbitDemoBroker implements DemoBroker {
     Channel channel = channel();
     try {
       channel.exchangeDeclare(queue + ".dlx", BuiltinExchangeType.FANOUT, true);
-      channel.queueDeclare(queue + ".dlq", true, false, false, Map.of("x-queue-type", "quorum"));
+      channel.queueDeclare(queue + ".dlq", true, false, false, deadLetterQueueArguments());
       channel.queueBind(queue + ".dlq", queue + ".dlx", "");
       channel.queueDeclare(queue, true, false, false, config(queue).build().queueArguments());
       channel.close();
     } catch (Exception e) {
       throw new IllegalStateException("could not declare " + queue + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * A quorum dead-letter queue; on RabbitMQ 4, with {@code x-delivery-limit=-1}, as idem-rabbitmq's
+   * topology declares it: RabbitMQ 4's default limit of 20 would drop a dead letter the dead-letter
+   * tool returned that often (3.x has no default, and takes -1 as 0).
+   */
+  private Map<String, Object> deadLetterQueueArguments() {
+    Object version = admin.getServerProperties().get("version");
+    boolean four = version != null && version.toString().matches("^([4-9]|\\d{2,})\\..*");
+    return four ? Map.of("x-queue-type", "quorum", "x-delivery-limit", -1) : Map.of("x-queue-type", "quorum");
   }
 
   @Override

@@ -133,4 +133,15 @@ class DemoMainTest {
         .contains("estimate");
     assertThat(help.toString().lines()).allSatisfy(line -> assertThat(line.length()).isLessThanOrEqualTo(80));
   }
+
+  @Test
+  void theWebhooksSourceIsCaseInsensitiveAndRefusesBrokerOptions() {
+    assertThat(parsed("--source", "Webhooks").source).isEqualTo("webhooks");
+    assertThat(parsed().source).isEqualTo("broker");
+    assertThat(run("--source", "carrier-pigeon").err().get(0))
+        .isEqualTo("idem-demo: --source must be broker or webhooks, but was 'carrier-pigeon'");
+    assertThat(run("--source", "webhooks", "--broker", "kafka").err().get(0))
+        .startsWith("idem-demo: --source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to");
+    assertThat(run("--source", "webhooks", "--batch", "10").status()).isEqualTo(2);
+  }
 }

@@ -1,0 +1,273 @@
+package io.idem.http;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.idem.IdempotencyKey;
+import io.idem.StoreUnavailableException;
+import io.idem.http.internal.ResponseTableSql;
+import io.idem.http.internal.SqlFailures;
+import io.idem.http.spi.StoredResponse;
+import io.idem.http.spi.StoredResponses;
+import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The stored-response table ({@code idem_http_responses}, migration {@value
+ * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}) on PostgreSQL, for a store whose
+ * transaction context is a MyBatis {@link SqlSession}: store-jdbc's {@link
+ * MyBatisProcessedEventStore}, or the Spring starter's store. Its statements run on the session's
+ * own connection inside the claiming transaction (plain JDBC, so they work whatever mappers the
+ * session's factory has); {@link #find} and the start-up checks run on the {@link DataSource}.
+ *
+ * <p>Each row references its key's processed-events marker ({@code ON DELETE CASCADE}): the
+ * store's {@code RetentionJob} purging a marker purges its response, so responses live exactly
+ * as long as markers (docs/HTTP.md, "Retention").
+ *
+ * <p>Thread-safe.
+ */
+public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
+  /** Default {@link Builder#tableName}: {@value}. */
+  public static final String DEFAULT_TABLE = ResponseTableSql.DEFAULT_TABLE;
+
+  /**
+   * The claim lock timeout an Idempotency-Key endpoint's store should have: 1 ms, the shortest
+   * PostgreSQL's {@code lock_timeout} takes (0 would disable it). A repeat of a key whose first
+   * request is still in its transaction then answers 409 at once instead of waiting for it
+   * (docs/HTTP.md, "In flight").
+   */
+  public static final Duration IN_FLIGHT_CLAIM_LOCK_TIMEOUT = Duration.ofMillis(1);
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final DataSource dataSource;
+  private final ResponseTableSql sql;
+  private final boolean resetLockTimeout;
+
+  private JdbcStoredResponses(Builder b) {
+    this.dataSource = b.dataSource;
+    this.sql = ResponseTableSql.of(b.tableName, b.processedEventsTable);
+    this.resetLockTimeout = b.resetLockTimeout;
+  }
+
+  /** Starts building on the data source whose connections the store's sessions use. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** Starts building on the data source of {@code sessions}' MyBatis environment. */
+  public static Builder builder(SqlSessionFactory sessions) {
+    Objects.requireNonNull(sessions, "sessions");
+    var environment = sessions.getConfiguration().getEnvironment();
+    if (environment == null) {
+      throw new IllegalStateException("the SqlSessionFactory has no Environment (no DataSource)");
+    }
+    return new Builder(environment.getDataSource());
+  }
+
+  /**
+   * store-jdbc's builder preset for an Idempotency-Key endpoint: {@link
+   * #IN_FLIGHT_CLAIM_LOCK_TIMEOUT}, so that a repeat of an in-flight key answers 409 at once.
+   */
+  public static MyBatisProcessedEventStore.Builder processedEventStore(SqlSessionFactory sessions) {
+    return MyBatisProcessedEventStore.builder(sessions).claimLockTimeout(IN_FLIGHT_CLAIM_LOCK_TIMEOUT);
+  }
+
+  /** The table, lower-cased. */
+  public String tableName() {
+    return sql.table();
+  }
+
+  /** {@value ResponseTableSql#RESET_LOCK_TIMEOUT}, unless {@link Builder#resetLockTimeout(boolean)} is off. */
+  @Override
+  public void beforeHandler(SqlSession transaction) {
+    if (!resetLockTimeout) {
+      return;
+    }
+    try (Statement s = transaction.getConnection().createStatement()) {
+      s.execute(ResponseTableSql.RESET_LOCK_TIMEOUT);
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not reset lock_timeout before the handler: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void save(SqlSession transaction, IdempotencyKey key, StoredResponse response) {
+    try (PreparedStatement s = transaction.getConnection().prepareStatement(sql.insert())) {
+      s.setString(1, key.consumerGroup());
+      s.setString(2, key.value());
+      s.setInt(3, response.status());
+      s.setString(4, headersJson(response.headers()));
+      s.setBytes(5, response.body());
+      s.executeUpdate();
+    } catch (SQLException e) {
+      throw new IllegalStateException("could not store the response of key '" + key.value() + "' in "
+          + sql.table() + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public @Nullable StoredResponse find(IdempotencyKey key) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement s = c.prepareStatement(sql.select())) {
+      s.setString(1, key.consumerGroup());
+      s.setString(2, key.value());
+      try (ResultSet rows = s.executeQuery()) {
+        if (!rows.next()) {
+          return null;
+        }
+        return new StoredResponse(rows.getInt(1), headers(rows.getString(2)), rows.getBytes(3));
+      }
+    } catch (SQLException | RuntimeException e) {
+      throw SqlFailures.failure("could not read the stored response of key '" + key.value() + "' from "
+          + sql.table(), e);
+    }
+  }
+
+  private static String headersJson(List<StoredResponse.Header> headers) {
+    List<List<String>> pairs = new ArrayList<>(headers.size());
+    for (StoredResponse.Header h : headers) {
+      pairs.add(List.of(h.name(), h.value()));
+    }
+    try {
+      return JSON.writeValueAsString(pairs);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static List<StoredResponse.Header> headers(String json) {
+    try {
+      String[][] pairs = JSON.readValue(json, String[][].class);
+      List<StoredResponse.Header> headers = new ArrayList<>(pairs.length);
+      for (String[] pair : pairs) {
+        headers.add(new StoredResponse.Header(pair[0], pair[1]));
+      }
+      return headers;
+    } catch (JsonProcessingException | RuntimeException e) {
+      throw new IllegalStateException("stored response headers are not a JSON array of [name, value]"
+          + " pairs: " + e.getMessage(), e);
+    }
+  }
+
+  /** Creates the table when missing: the migration, under store-jdbc's schema lock. */
+  private void createTable() {
+    try (Connection c = dataSource.getConnection()) {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute(ResponseTableSql.schemaLock());
+        for (String statement : sql.statements()) {
+          s.execute(statement);
+        }
+        c.commit();
+      } catch (SQLException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(autoCommit);
+      }
+    } catch (SQLException | RuntimeException e) {
+      throw SqlFailures.failure("could not create " + sql.table()
+          + " (does the processed-events table exist? create the store first)", e);
+    }
+  }
+
+  private void verify() {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.executeQuery(sql.probe()).close();
+    } catch (SQLException | RuntimeException e) {
+      throw SqlFailures.failure(sql.table() + " is missing or misshapen (apply "
+          + ResponseTableSql.MIGRATION_RESOURCE + ", or createTableIfMissing(true))", e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "JdbcStoredResponses[" + sql.table() + "]";
+  }
+
+  /** Builder of {@link JdbcStoredResponses}; {@link #build()} validates. Not thread-safe. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String tableName = DEFAULT_TABLE;
+    private String processedEventsTable = MyBatisProcessedEventStore.DEFAULT_TABLE;
+    private boolean createTableIfMissing;
+    private boolean verifyTable = true;
+    private boolean resetLockTimeout = true;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** Default {@value JdbcStoredResponses#DEFAULT_TABLE}; {@code table} or {@code schema.table}. */
+    public Builder tableName(String value) {
+      this.tableName = Objects.requireNonNull(value, "tableName");
+      return this;
+    }
+
+    /**
+     * The store's processed-events table, which the responses' foreign key references (only used
+     * by {@link #createTableIfMissing}); default {@value MyBatisProcessedEventStore#DEFAULT_TABLE}.
+     */
+    public Builder processedEventsTable(String value) {
+      this.processedEventsTable = Objects.requireNonNull(value, "processedEventsTable");
+      return this;
+    }
+
+    /**
+     * Default {@code false}. {@code true} runs the migration ({@code CREATE TABLE IF NOT EXISTS},
+     * under store-jdbc's schema advisory lock) when {@link #build()} is called; the
+     * processed-events table must exist first (build the store first).
+     */
+    public Builder createTableIfMissing(boolean value) {
+      this.createTableIfMissing = value;
+      return this;
+    }
+
+    /** Default {@code true}: {@link #build()} reads the table once and fails when it is not there. */
+    public Builder verifyTable(boolean value) {
+      this.verifyTable = value;
+      return this;
+    }
+
+    /**
+     * Default {@code true}: {@link JdbcStoredResponses#beforeHandler} sends {@value
+     * ResponseTableSql#RESET_LOCK_TIMEOUT}, so that the endpoint's short claim lock timeout
+     * ({@link JdbcStoredResponses#IN_FLIGHT_CLAIM_LOCK_TIMEOUT}) bounds the claim only, not the
+     * handler's own lock waits. {@code false} saves that round trip when the store's claim lock
+     * timeout is one the handler may share.
+     */
+    public Builder resetLockTimeout(boolean value) {
+      this.resetLockTimeout = value;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException when a table name is not a plain identifier
+     * @throws IllegalStateException when the table is missing or misshapen, or could not be created
+     * @throws StoreUnavailableException when the database could not be reached
+     */
+    public JdbcStoredResponses build() {
+      JdbcStoredResponses responses = new JdbcStoredResponses(this);
+      if (createTableIfMissing) {
+        responses.createTable();
+      }
+      if (verifyTable) {
+        responses.verify();
+      }
+      return responses;
+    }
+  }
+}

@@ -1,0 +1,135 @@
+package io.idem.http.internal;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Every SQL statement of the stored-response table, in one place (PostgreSQL; plain SQL, so that
+ * a port to another database changes this class and the migration only): the insert in the
+ * claiming transaction, the read of a repeat, the start-up probe, the lock-timeout reset before
+ * the handler, and the migration script with the table names substituted. Immutable.
+ */
+public final class ResponseTableSql {
+  /** The migration next to store-jdbc's: {@value}. */
+  public static final String MIGRATION_RESOURCE = "db/migration/idem/V6__http_responses.sql";
+  /** Table name in the migration: {@value}. */
+  public static final String DEFAULT_TABLE = "idem_http_responses";
+  /** The processed-events table the migration's foreign key names: {@value}. */
+  public static final String DEFAULT_MARKER_TABLE = "idem_processed_events";
+
+  /** store-jdbc's schema lock ({@code pg_advisory_xact_lock}), so scripts never race. */
+  static final long SCHEMA_LOCK = 7358201946L;
+
+  private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
+
+  /**
+   * Sets the transaction-local {@code lock_timeout} back to the connection's default: store-jdbc's
+   * claim sets it for the rest of the transaction ({@code set_config(…, true)}).
+   */
+  public static final String RESET_LOCK_TIMEOUT = "SET LOCAL lock_timeout TO DEFAULT";
+
+  private final String table;
+  private final String markerTable;
+
+  private ResponseTableSql(String table, String markerTable) {
+    this.table = table;
+    this.markerTable = markerTable;
+  }
+
+  /**
+   * @param table {@code table} or {@code schema.table}
+   * @param markerTable the processed-events table, same form
+   * @throws IllegalArgumentException when a name is not a plain identifier (or two joined by a dot)
+   */
+  public static ResponseTableSql of(String table, String markerTable) {
+    return new ResponseTableSql(checked("tableName", table), checked("processedEventsTable", markerTable));
+  }
+
+  private static String checked(String setting, String name) {
+    Objects.requireNonNull(name, setting);
+    String[] parts = name.split("\\.", -1);
+    if (parts.length > 2) {
+      throw new IllegalArgumentException(setting + " must be a table or schema.table, but was '" + name + "'");
+    }
+    for (String part : parts) {
+      if (!IDENTIFIER.matcher(part).matches()) {
+        throw new IllegalArgumentException(setting + " must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*,"
+            + " at most 63 characters) or schema.table, but was '" + name + "'");
+      }
+    }
+    return name.toLowerCase(Locale.ROOT);
+  }
+
+  /** The table, lower-cased as PostgreSQL folds it. */
+  public String table() {
+    return table;
+  }
+
+  public String insert() {
+    return "INSERT INTO " + table + " (consumer_group, idempotency_key, status, headers, body)"
+        + " VALUES (?, ?, ?, ?, ?)";
+  }
+
+  public String select() {
+    return "SELECT status, headers, body FROM " + table
+        + " WHERE consumer_group = ? AND idempotency_key = ?";
+  }
+
+  /** Reads no row; fails when the table or a column is missing. */
+  public String probe() {
+    return "SELECT consumer_group, idempotency_key, status, headers, body, stored_at FROM " + table
+        + " WHERE false";
+  }
+
+  /** The migration with both table names (and the constraint name) substituted. */
+  public String script() {
+    String sql = readResource(MIGRATION_RESOURCE);
+    String unqualified = table.substring(table.lastIndexOf('.') + 1);
+    sql = sql.replace("idem_http_responses_marker_fk", unqualified + "_marker_fk");
+    sql = Pattern.compile("\\b" + DEFAULT_MARKER_TABLE + "\\b").matcher(sql)
+        .replaceAll(Matcher.quoteReplacement(markerTable));
+    return Pattern.compile("\\b" + DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
+        .replaceAll(Matcher.quoteReplacement(table));
+  }
+
+  /** The statements of {@link #script()}, comment lines removed, blank ones dropped. */
+  public String[] statements() {
+    return java.util.Arrays.stream(script().split(";"))
+        .map(ResponseTableSql::stripComments)
+        .filter(s -> !s.isBlank())
+        .toArray(String[]::new);
+  }
+
+  /** {@code SELECT pg_advisory_xact_lock(…)}: taken before the script, in its transaction. */
+  public static String schemaLock() {
+    return "SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")";
+  }
+
+  private static String stripComments(String sql) {
+    StringBuilder out = new StringBuilder();
+    for (String line : sql.split("\n")) {
+      if (!line.strip().startsWith("--")) {
+        out.append(line).append('\n');
+      }
+    }
+    return out.toString();
+  }
+
+  private static String readResource(String name) {
+    ClassLoader loader = ResponseTableSql.class.getClassLoader();
+    try (InputStream in = loader.getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException(name + " is not on the classpath (it ships in idem-store-jdbc)");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
