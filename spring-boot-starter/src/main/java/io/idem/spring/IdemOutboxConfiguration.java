@@ -65,20 +65,20 @@ class IdemOutboxConfiguration {
       ObjectProvider<OutboxPublisher> publishers, ListableBeanFactory beans) {
     IdemOutboxProperties outbox = properties.getOutbox();
     IdemOutboxProperties.Relay relay = outbox.getRelay();
-    OutboxPublisher publisher = outbox.getPublisher() != null
-        ? IdemOutboxPublishers.create(outbox.getPublisher(), outbox, beans)
-        : publishers.getObject();
+    boolean ours = outbox.getPublisher() != null;
+    java.util.function.Supplier<OutboxPublisher> publisher = ours
+        ? () -> IdemOutboxPublishers.create(outbox.getPublisher(), outbox, beans)
+        : publishers::getObject;
     SqlSessionFactory sessions = new SqlSessionFactoryBuilder().build(new org.apache.ibatis.session.Configuration(
         new Environment("idem-outbox-relay", new JdbcTransactionFactory(), store.dataSource())));
-    OutboxRelay built = OutboxRelay.builder(sessions, publisher)
+    return new IdemOutboxRelay(publisher, p -> OutboxRelay.builder(sessions, p)
         .tableName(outbox.getTableName())
         .batchSize(relay.getBatchSize())
         .pollInterval(relay.getPollInterval())
         .closeTimeout(relay.getCloseTimeout())
         .retryPolicy(relay.retryPolicy())
         .name(relay.getName())
-        .build();
-    return new IdemOutboxRelay(built, publisher);
+        .build(), ours);
   }
 
   /** {@code idem.outbox.publisher} is set, or the application has an {@link OutboxPublisher} bean. */

@@ -12,22 +12,37 @@ import org.springframework.context.SmartLifecycle;
 /**
  * The {@link OutboxRelay} of {@code idem.outbox.*} started and stopped with the application
  * context: {@link #start()} starts its thread, {@link #stop()} closes it (it finishes the batch in
- * flight, up to {@code idem.outbox.relay.close-timeout}) and then the publisher, before the
- * {@code DataSource} closes. Thread-safe.
+ * flight, up to {@code idem.outbox.relay.close-timeout}) and then the publisher it created (an
+ * application's {@code OutboxPublisher} bean is the application's to close), before the {@code
+ * DataSource} closes. A relay cannot start again once closed, so a context started again (Spring's
+ * test context pausing, a restart) gets a new relay, and a new publisher if Idem made it.
+ * Thread-safe.
  */
 public final class IdemOutboxRelay implements SmartLifecycle {
   private static final Logger LOG = LoggerFactory.getLogger(IdemOutboxRelay.class);
 
-  private final OutboxRelay relay;
-  private final OutboxPublisher publisher;
+  private final java.util.function.Supplier<OutboxPublisher> publishers;
+  private final java.util.function.Function<OutboxPublisher, OutboxRelay> relays;
+  private final boolean ownsPublisher;
+  private OutboxPublisher publisher;
+  private volatile OutboxRelay relay;
+  private boolean closed;
   private volatile boolean running;
 
-  IdemOutboxRelay(OutboxRelay relay, OutboxPublisher publisher) {
-    this.relay = relay;
-    this.publisher = publisher;
+  /**
+   * @param publishers the publisher, asked again after each stop when {@code ownsPublisher}
+   * @param ownsPublisher whether Idem made the publisher (and so closes it)
+   */
+  IdemOutboxRelay(java.util.function.Supplier<OutboxPublisher> publishers,
+      java.util.function.Function<OutboxPublisher, OutboxRelay> relays, boolean ownsPublisher) {
+    this.publishers = publishers;
+    this.relays = relays;
+    this.ownsPublisher = ownsPublisher;
+    this.publisher = publishers.get();
+    this.relay = relays.apply(publisher);
   }
 
-  /** The relay (its stats, {@code relayOnce()}). */
+  /** The relay (its stats, {@code relayOnce()}); a new one after each stop and start. */
   public OutboxRelay relay() {
     return relay;
   }
@@ -35,6 +50,13 @@ public final class IdemOutboxRelay implements SmartLifecycle {
   @Override
   public synchronized void start() {
     if (!running) {
+      if (closed) {
+        if (ownsPublisher) {
+          publisher = publishers.get();
+        }
+        relay = relays.apply(publisher);
+        closed = false;
+      }
       relay.start();
       running = true;
       LOG.info("outbox relay {} started on {} with {}", relay.name(), relay.tableName(),
@@ -49,6 +71,10 @@ public final class IdemOutboxRelay implements SmartLifecycle {
     }
     running = false;
     relay.close();
+    closed = true;
+    if (!ownsPublisher) {
+      return;
+    }
     try {
       publisher.close();
     } catch (Exception e) {
@@ -67,6 +93,7 @@ public final class IdemOutboxRelay implements SmartLifecycle {
    * {@code OutboxRelay} has one: until then "running" is this lifecycle's {@link #isRunning()}.
    */
   Map<String, Object> healthView() {
+    OutboxRelay relay = this.relay;
     OutboxStats stats = relay.lastStats();
     Map<String, Object> details = new LinkedHashMap<>();
     details.put("up", isRunning());

@@ -21,7 +21,10 @@ import org.springframework.context.ApplicationContext;
  * idem.retry.max-attemps}, say — as Spring Boot does for a {@code @ConfigurationProperties} class
  * with {@code ignoreUnknownFields = false}, naming the property and where it was set. Sub-trees
  * bound by other {@code @ConfigurationProperties} beans under {@code idem.} (other Idem modules'
- * settings) are theirs to check; environment variables and system properties are not checked
+ * settings) are theirs to check, and a property declared in a configuration metadata file on the
+ * classpath ({@code META-INF/spring-configuration-metadata.json}, {@code
+ * additional-spring-configuration-metadata.json}: one read from the {@code Environment}, such as
+ * {@code idem.dead-letters.endpoint.enabled}) is known; environment variables and system properties are not checked
  * (Spring Boot's {@link UnboundElementsSourceFilter}: {@code IDEM_POSTGRES_URL} is a test fixture's,
  * not a setting). Runs once, after every singleton was created.
  */
@@ -54,9 +57,11 @@ final class IdemPropertiesCheck implements SmartInitializingSingleton {
       }
       List<String> unknown = new ArrayList<>();
       Set<ConfigurationProperty> properties = unbound.getUnboundProperties();
+      Set<ConfigurationPropertyName> declared = declaredInMetadata();
       for (ConfigurationProperty property : properties) {
         ConfigurationPropertyName name = property.getName();
-        if (others.stream().noneMatch(other -> other.equals(name) || other.isAncestorOf(name))) {
+        if (!declared.contains(name)
+            && others.stream().noneMatch(other -> other.equals(name) || other.isAncestorOf(name))) {
           unknown.add(name + (property.getOrigin() == null ? "" : " (" + property.getOrigin() + ")"));
         }
       }
@@ -65,5 +70,31 @@ final class IdemPropertiesCheck implements SmartInitializingSingleton {
             + "; docs/SPRING-BOOT.md lists Idem's properties (a typo? idem.enabled=false turns Idem off)");
       }
     }
+  }
+
+  /** The {@code idem.*} property names of every configuration metadata file on the classpath. */
+  private Set<ConfigurationPropertyName> declaredInMetadata() {
+    Set<ConfigurationPropertyName> names = new java.util.HashSet<>();
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    ClassLoader loader = context.getClassLoader() != null ? context.getClassLoader() : getClass().getClassLoader();
+    for (String resource : List.of("META-INF/spring-configuration-metadata.json",
+        "META-INF/additional-spring-configuration-metadata.json")) {
+      try {
+        java.util.Enumeration<java.net.URL> urls = loader.getResources(resource);
+        while (urls.hasMoreElements()) {
+          try (java.io.InputStream in = urls.nextElement().openStream()) {
+            for (com.fasterxml.jackson.databind.JsonNode property : json.readTree(in).path("properties")) {
+              String name = property.path("name").asText("");
+              if (name.startsWith("idem.") && ConfigurationPropertyName.isValid(name)) {
+                names.add(ConfigurationPropertyName.of(name));
+              }
+            }
+          }
+        }
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("could not read " + resource, e);
+      }
+    }
+    return names;
   }
 }

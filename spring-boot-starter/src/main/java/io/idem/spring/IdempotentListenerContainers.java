@@ -39,7 +39,7 @@ import org.springframework.util.ClassUtils;
  *
  * Not thread-safe; called by the context's lifecycle processor.
  */
-final class IdempotentListenerContainers implements SmartLifecycle {
+final class IdempotentListenerContainers implements SmartLifecycle, org.springframework.beans.factory.DisposableBean {
   /** Below the listener registries' phases (Kafka MAX_VALUE - 100, AMQP, JMS and SQS MAX_VALUE). */
   static final int PHASE = Integer.MAX_VALUE - 1000;
   private static final Logger LOG = LoggerFactory.getLogger(IdempotentListenerContainers.class);
@@ -48,7 +48,15 @@ final class IdempotentListenerContainers implements SmartLifecycle {
   private final ObjectProvider<IdempotentListenerPostProcessor> postProcessor;
   private final ObjectProvider<IdemPipelines> pipelines;
   private volatile boolean running;
-  private @Nullable ScheduledExecutorService scheduler;
+  /**
+   * Resumes the Kafka partitions Idem paused; lives as long as the context (not stopped with the
+   * lifecycle: a context stopped and started again keeps its taken-over containers).
+   */
+  private final ScheduledExecutorService resumes = Executors.newSingleThreadScheduledExecutor(runnable -> {
+    Thread thread = new Thread(runnable, "idem-kafka-resume");
+    thread.setDaemon(true);
+    return thread;
+  });
 
   IdempotentListenerContainers(ApplicationContext context,
       ObjectProvider<IdempotentListenerPostProcessor> postProcessor, ObjectProvider<IdemPipelines> pipelines) {
@@ -72,11 +80,6 @@ final class IdempotentListenerContainers implements SmartLifecycle {
           + " spring-boot-starter-jdbc (or -data-jpa) with spring.datasource.url, or turn Idem off"
           + " with idem.enabled=false");
     }
-    ScheduledExecutorService resumes = Executors.newSingleThreadScheduledExecutor(runnable -> {
-      Thread thread = new Thread(runnable, "idem-kafka-resume");
-      thread.setDaemon(true);
-      return thread;
-    });
     ListenerContainers.Resources resources = new ListenerContainers.Resources() {
       @Override
       public ScheduledExecutorService scheduler() {
@@ -107,7 +110,6 @@ final class IdempotentListenerContainers implements SmartLifecycle {
       }
     }
     if (!refused.isEmpty()) {
-      resumes.shutdownNow();
       throw new IllegalStateException("Idem: listener containers of @Idempotent methods that could"
           + " lose a message or acknowledge it before Idem's commit: " + String.join("; ", refused));
     }
@@ -115,7 +117,6 @@ final class IdempotentListenerContainers implements SmartLifecycle {
       container.takeOver();
       LOG.info("Idem owns {}", container.settings());
     }
-    scheduler = resumes;
     running = true;
   }
 
@@ -148,11 +149,11 @@ final class IdempotentListenerContainers implements SmartLifecycle {
   @Override
   public void stop() {
     running = false;
-    ScheduledExecutorService resumes = scheduler;
-    if (resumes != null) {
-      resumes.shutdownNow();
-      scheduler = null;
-    }
+  }
+
+  @Override
+  public void destroy() {
+    resumes.shutdownNow();
   }
 
   @Override

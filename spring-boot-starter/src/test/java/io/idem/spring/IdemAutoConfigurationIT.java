@@ -135,6 +135,13 @@ class IdemAutoConfigurationIT {
           .hasSingleBean(io.idem.store.jdbc.Outbox.class);
       relay[0] = context.getBean(IdemOutboxRelay.class);
       assertThat(relay[0].isRunning()).isTrue();
+      // stopped and started again (Spring's test context pausing does so): a new relay runs
+      io.idem.store.jdbc.OutboxRelay first = relay[0].relay();
+      context.stop();
+      assertThat(relay[0].isRunning()).isFalse();
+      context.start();
+      assertThat(relay[0].isRunning()).isTrue();
+      assertThat(relay[0].relay()).isNotSameAs(first);
     });
     assertThat(relay[0].isRunning()).as("stopped with the context").isFalse();
   }

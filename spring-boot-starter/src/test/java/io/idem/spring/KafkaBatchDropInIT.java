@@ -106,4 +106,44 @@ class KafkaBatchDropInIT extends KafkaDropInApp {
     assertThat(payments.rows(key)).isEqualTo(1);
     assertThat(deadLetters.of(key)).isNull();
   }
+
+  /**
+   * The batch hand-back: a poison record whose runs outlast the call's budget is handed back part
+   * of the way (logged by Idem's error handler as a pause at DEBUG), and still the records before
+   * it are applied once and never again, the ones behind it once, the poison dead-lettered with
+   * the true attempt.
+   */
+  @Test
+  void aBatchHandedBackCommitsWhatWasSettledAndSeeksTheRestBack() {
+    ch.qos.logback.classic.Logger handler =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(IdemKafkaErrorHandler.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> log =
+        new ch.qos.logback.core.read.ListAppender<>();
+    ch.qos.logback.classic.Level level = handler.getLevel();
+    handler.setLevel(ch.qos.logback.classic.Level.DEBUG);
+    log.start();
+    handler.addAppender(log);
+    try {
+      String before = "k-" + UUID.randomUUID();
+      String poison = "k-" + UUID.randomUUID();
+      String after = "k-" + UUID.randomUUID();
+      send(BATCH_HAND_BACKS, before, "pay 40", true);
+      send(BATCH_HAND_BACKS, poison, "poison 41", true);
+      send(BATCH_HAND_BACKS, after, "pay 42", true);
+
+      await().atMost(WAIT).until(() -> outcomes.of(after).contains(ProcessingOutcome.PROCESSED)
+          && deadLetters.of(poison) != null);
+      assertThat(deadLetters.of(poison)).containsEntry(DeadLetterReason.HEADER_ATTEMPT, String.valueOf(MAX_ATTEMPTS));
+      assertThat(payments.rows(poison)).isZero();
+      assertThat(payments.rows(before)).isEqualTo(1);
+      assertThat(payments.rows(after)).isEqualTo(1);
+      assertThat(outcomes.of(before)).as("committed before the hand-back, never redelivered")
+          .containsExactly(ProcessingOutcome.PROCESSED);
+      assertThat(log.list).as("handed back, the partition paused")
+          .anyMatch(e -> e.getFormattedMessage().startsWith("paused " + BATCH_HAND_BACKS));
+    } finally {
+      handler.detachAppender(log);
+      handler.setLevel(level);
+    }
+  }
 }

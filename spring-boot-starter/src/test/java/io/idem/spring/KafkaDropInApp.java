@@ -59,9 +59,10 @@ abstract class KafkaDropInApp extends DropInTest {
   static final String POJOS = "spring-dropin-pojos-" + RUN;
   static final String HAND_BACKS = "spring-dropin-handbacks-" + RUN;
   static final String BATCHES = "spring-dropin-batches-" + RUN;
+  static final String BATCH_HAND_BACKS = "spring-dropin-batch-handbacks-" + RUN;
   static final String ORDERS = "spring-dropin-orders-" + RUN;
   static final String RECEIPTS = "spring-dropin-receipts-" + RUN;
-  static final List<String> TOPICS = List.of(RECORDS, POJOS, HAND_BACKS, BATCHES, ORDERS, RECEIPTS);
+  static final List<String> TOPICS = List.of(RECORDS, POJOS, HAND_BACKS, BATCHES, BATCH_HAND_BACKS, ORDERS, RECEIPTS);
 
   @DynamicPropertySource
   static void kafka(DynamicPropertyRegistry registry) {
@@ -75,6 +76,7 @@ abstract class KafkaDropInApp extends DropInTest {
     registry.add("test.pojos", () -> POJOS);
     registry.add("test.hand-backs", () -> HAND_BACKS);
     registry.add("test.batches", () -> BATCHES);
+    registry.add("test.batch-hand-backs", () -> BATCH_HAND_BACKS);
     registry.add("test.orders", () -> ORDERS);
     registry.add("test.receipts", () -> RECEIPTS);
   }
@@ -110,7 +112,7 @@ abstract class KafkaDropInApp extends DropInTest {
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
-  @Import({DropInTestSupport.Beans.class, Listeners.class, DeadLetters.class, Receipts.class})
+  @Import({DropInTestSupport.Beans.class, Listeners.class, SlowBatches.class, DeadLetters.class, Receipts.class})
   static class App {
     /** JSON to a {@code @Payload} POJO, Spring Kafka's way; the record value stays a String. */
     @Bean
@@ -199,13 +201,34 @@ abstract class KafkaDropInApp extends DropInTest {
     }
   }
 
+  /**
+   * A batch listener whose call may wait 500 ms (half of {@code max.poll.interval.ms}): a record
+   * that fails slowly (100 ms a run) outlasts it, and the rest of the partition is handed back —
+   * the records before it committed, the rest sought back and the partition paused.
+   */
+  static class SlowBatches {
+    @Autowired DropInTestSupport.Payments payments;
+
+    @KafkaListener(topics = "${test.batch-hand-backs}", groupId = "${test.batch-hand-backs}-billing",
+        batch = "true", properties = "max.poll.interval.ms=1000")
+    @Idempotent(consumerGroup = GROUP)
+    public void onBatch(List<ConsumerRecord<String, String>> records) throws InterruptedException {
+      for (ConsumerRecord<String, String> record : records) {
+        if (record.value().startsWith("poison")) {
+          Thread.sleep(100); // a slow failure
+        }
+        payments.apply(record.key(), record.value());
+      }
+    }
+  }
+
   /** Reads the dead-letter topics, as an operator's tool would. */
   static class DeadLetters {
     @Autowired DropInTestSupport.DeadLetterInbox inbox;
     final Map<String, ConsumerRecord<String, String>> records = new ConcurrentHashMap<>();
 
     @KafkaListener(topics = {"${test.records}.DLT", "${test.pojos}.DLT", "${test.hand-backs}.DLT",
-        "${test.batches}.DLT", "${test.orders}.DLT"}, groupId = "${test.records}-dlt")
+        "${test.batches}.DLT", "${test.batch-hand-backs}.DLT", "${test.orders}.DLT"}, groupId = "${test.records}-dlt")
     public void onDeadLetter(ConsumerRecord<String, String> record) {
       Map<String, String> headers = new ConcurrentHashMap<>();
       for (org.apache.kafka.common.header.Header header : record.headers()) {
