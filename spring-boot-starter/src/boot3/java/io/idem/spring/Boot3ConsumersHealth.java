@@ -8,6 +8,7 @@ import org.springframework.boot.actuate.health.CompositeHealthContributor;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.HealthContributor;
 import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
@@ -25,7 +26,10 @@ import org.springframework.context.annotation.Configuration;
 final class Boot3ConsumersHealth {
   private Boot3ConsumersHealth() {}
 
-  /** Imported by {@link IdemAutoConfiguration}: the indicators, when Actuator's health is there. */
+  /**
+   * Imported by {@link IdemHealthAutoConfiguration} (after {@link IdemAutoConfiguration}, so that
+   * the conditions see its beans): the indicators, when Actuator's health is there.
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = {"org.springframework.boot.actuate.health.HealthIndicator",
       "org.springframework.boot.actuate.autoconfigure.health.ConditionalOnEnabledHealthIndicator"})
@@ -33,8 +37,30 @@ final class Boot3ConsumersHealth {
     @Bean
     @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
     @ConditionalOnEnabledHealthIndicator("idemConsumers")
+    @ConditionalOnBean(IdemConsumers.class)
     CompositeHealthContributor idemConsumersHealthContributor(IdemConsumers consumers) {
       return Boot3ConsumersHealth.of(consumers);
+    }
+
+    /**
+     * {@code /actuator/health/idemOutboxRelay}: UP while the outbox relay runs, with its last
+     * stats (backlog, age of the oldest unsent row, parked rows; no query), DOWN otherwise.
+     */
+    @Bean
+    @ConditionalOnBean(IdemOutboxRelay.class)
+    @ConditionalOnMissingBean(name = "idemOutboxRelayHealthIndicator")
+    @ConditionalOnEnabledHealthIndicator("idemOutboxRelay")
+    HealthIndicator idemOutboxRelayHealthIndicator(IdemOutboxRelay relay) {
+      return () -> {
+        Map<String, Object> view = relay.healthView();
+        Health.Builder builder = Boolean.TRUE.equals(view.get("up")) ? Health.up() : Health.down();
+        view.forEach((name, value) -> {
+          if (!name.equals("up")) {
+            builder.withDetail(name, value);
+          }
+        });
+        return builder.build();
+      };
     }
   }
 

@@ -5,12 +5,13 @@ import io.idem.MicrometerIdempotencyListener;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.RetentionJob;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.List;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -19,24 +20,26 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationContext;
-import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
-import org.springframework.context.annotation.ImportSelector;
-import org.springframework.core.type.AnnotationMetadata;
 import org.springframework.context.annotation.Role;
-import org.springframework.beans.factory.config.BeanDefinition;
-import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.core.env.Environment;
 import org.springframework.util.ClassUtils;
 
 /**
- * Idem on a Spring Boot application's {@link DataSource} and {@link PlatformTransactionManager}:
- * the {@link SpringTransactionStore} (schema per {@code idem.schema}, after the application's own
- * Flyway or Liquibase ran), the {@link IdemPipelines} (a {@link MicrometerIdempotencyListener}
- * per consumer group when a {@link MeterRegistry} bean exists), the retention job, and the
- * {@link Idempotent} listener support with its start-up checks. Every bean backs off when the
- * application defines its own of the same type.
+ * Idem in a Spring Boot application, unless {@code idem.enabled=false} (the one way to turn it
+ * off). Always: {@link IdemProperties} (validated; unknown {@code idem.*} properties refused by
+ * {@link IdemPropertiesCheck}), the {@link Idempotent} support ({@link
+ * IdempotentListenerPostProcessor}) and its start-up take-over of the listener containers ({@link
+ * IdempotentListenerContainers}), which fails start-up when {@code @Idempotent} methods exist but
+ * the store cannot be built. When the application has a {@link DataSource} bean ({@link Store}):
+ * the {@link SpringTransactionStore} on the data source and transaction manager {@link
+ * IdemStoreResolver} picks (failing start-up, naming what is missing and the property that picks
+ * it, when it cannot decide), the {@link IdemPipelines} (a {@link MicrometerIdempotencyListener}
+ * per consumer group when a {@link MeterRegistry} bean exists), the retention job, the consumers
+ * of {@code idem.consumers.*} and the outbox ({@link IdemOutboxConfiguration}). Every bean backs
+ * off when the application defines its own of the same type.
  */
 @AutoConfiguration(afterName = {
     "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
@@ -53,62 +56,10 @@ import org.springframework.util.ClassUtils;
     "org.springframework.boot.autoconfigure.orm.jpa.HibernateJpaAutoConfiguration",
     "org.springframework.boot.autoconfigure.flyway.FlywayAutoConfiguration",
     "org.springframework.boot.autoconfigure.liquibase.LiquibaseAutoConfiguration"})
-@ConditionalOnBean({DataSource.class, PlatformTransactionManager.class})
 @ConditionalOnProperty(prefix = "idem", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(IdemProperties.class)
-@Import(IdemAutoConfiguration.ConsumersHealth.class)
+@Import(IdemAutoConfiguration.Store.class)
 public class IdemAutoConfiguration {
-
-  /** The store, built (and its table checked) once the application's migrations ran. */
-  @Bean
-  @ConditionalOnMissingBean
-  @DependsOnDatabaseInitialization
-  public SpringTransactionStore idemStore(
-      DataSource dataSource, PlatformTransactionManager transactionManager, IdemProperties properties,
-      ListableBeanFactory beans) {
-    IdemProperties.Schema schema = properties.getSchema();
-    boolean flyway = schema == IdemProperties.Schema.FLYWAY
-        || (schema == IdemProperties.Schema.AUTO && applicationHasFlyway(beans));
-    if (flyway) {
-      IdemFlyway.migrate(dataSource);
-    }
-    return SpringTransactionStore.create(dataSource, transactionManager, builder -> builder
-        .tableName(properties.getTableName())
-        .claimLockTimeout(properties.getClaimLockTimeout())
-        .createTableIfMissing(!flyway && schema != IdemProperties.Schema.NONE));
-  }
-
-  /** Whether the application migrates with Flyway: Flyway on the classpath and a Flyway bean. */
-  private static boolean applicationHasFlyway(ListableBeanFactory beans) {
-    ClassLoader loader = IdemAutoConfiguration.class.getClassLoader();
-    if (!ClassUtils.isPresent("org.flywaydb.core.Flyway", loader)) {
-      return false;
-    }
-    Class<?> flyway = ClassUtils.resolveClassName("org.flywaydb.core.Flyway", loader);
-    return beans.getBeanNamesForType(flyway, false, false).length > 0;
-  }
-
-  @Bean
-  @ConditionalOnMissingBean
-  public IdemPipelines idemPipelines(SpringTransactionStore store, IdemProperties properties,
-      ObjectProvider<IdemListenerFactory> listeners) {
-    IdemListenerFactory factory = listeners.getIfAvailable();
-    Function<String, @Nullable IdempotencyListener> perGroup =
-        factory == null ? group -> null : factory::listener;
-    return new IdemPipelines(store, properties, perGroup);
-  }
-
-  /** store-jdbc's retention job on the store's table ({@code idem.retention.*}). */
-  @Bean(initMethod = "start", destroyMethod = "close")
-  @ConditionalOnMissingBean
-  @ConditionalOnProperty(prefix = "idem.retention", name = "enabled", matchIfMissing = true)
-  public RetentionJob idemRetentionJob(SpringTransactionStore store, IdemProperties properties) {
-    MyBatisProcessedEventStore delegate = store.delegate();
-    return RetentionJob.builder(delegate)
-        .retention(properties.getRetention().getRetention())
-        .interval(properties.getRetention().getInterval())
-        .build();
-  }
 
   /** {@link Idempotent} on listener methods. Static: a post-processor, created early. */
   @Bean
@@ -119,37 +70,93 @@ public class IdemAutoConfiguration {
   }
 
   @Bean
-  IdempotentListenerContainerChecks idempotentListenerContainerChecks(ApplicationContext context,
-      ObjectProvider<IdempotentListenerPostProcessor> postProcessor) {
-    return new IdempotentListenerContainerChecks(context, postProcessor);
+  IdempotentListenerContainers idempotentListenerContainers(ApplicationContext context,
+      ObjectProvider<IdempotentListenerPostProcessor> postProcessor, ObjectProvider<IdemPipelines> pipelines) {
+    return new IdempotentListenerContainers(context, postProcessor, pipelines);
   }
 
-  /** {@code idem.consumers.*}, started and stopped with the context. */
   @Bean
-  @ConditionalOnMissingBean
-  public IdemConsumers idemConsumers(IdemProperties properties, IdemPipelines pipelines,
-      ListableBeanFactory beans, Environment environment) {
-    return new IdemConsumers(properties, pipelines, beans, environment);
+  static IdemPropertiesCheck idemPropertiesCheck(ApplicationContext context) {
+    return new IdemPropertiesCheck(context);
   }
 
-  /**
-   * One Actuator health indicator per {@code idem.consumers.<name>}: imports the registration this
-   * jar was compiled with, {@link IdemConsumersHealth}'s on Spring Boot 4's health API or, built
-   * with {@code -Pboot3}, {@code Boot3ConsumersHealth}'s on Spring Boot 3.5's. Each backs off when
-   * its line's health classes are not on the classpath, so importing every one present is safe.
-   */
-  static final class ConsumersHealth implements ImportSelector {
-    private static final List<String> REGISTRATIONS = List.of(
-        "io.idem.spring.IdemConsumersHealth$Registration",
-        "io.idem.spring.Boot3ConsumersHealth$Registration");
+  /** {@code idem.consumers.*} or an outbox relay configured without a store: refused, not ignored. */
+  @Bean
+  @ConditionalOnMissingBean(DataSource.class)
+  org.springframework.beans.factory.SmartInitializingSingleton idemNeedsADataSource(IdemProperties properties) {
+    return () -> {
+      if (!properties.getConsumers().isEmpty() || properties.getOutbox().getPublisher() != null) {
+        throw new IllegalStateException("Idem: " + (properties.getConsumers().isEmpty()
+            ? "idem.outbox.publisher is set" : "idem.consumers " + properties.getConsumers().keySet()
+            + " are configured") + ", but the application has no DataSource bean for Idem's tables:"
+            + " add spring-boot-starter-jdbc with spring.datasource.url, or turn Idem off with idem.enabled=false");
+      }
+    };
+  }
 
-    @Override
-    public String[] selectImports(AnnotationMetadata metadata) {
-      ClassLoader loader = ConsumersHealth.class.getClassLoader();
-      return REGISTRATIONS.stream()
-          .filter(registration -> ClassUtils.isPresent(registration, loader))
-          .toArray(String[]::new);
+  /** Everything on the database: when the application has at least one DataSource. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnBean(DataSource.class)
+  @Import(IdemOutboxConfiguration.class)
+  static class Store {
+    /** The store, built (and its table checked) once the application's migrations ran. */
+    @Bean
+    @ConditionalOnMissingBean
+    @DependsOnDatabaseInitialization
+    public SpringTransactionStore idemStore(IdemProperties properties, ConfigurableListableBeanFactory beans) {
+      DataSource dataSource = IdemStoreResolver.dataSource(beans, properties);
+      var transactionManager = IdemStoreResolver.transactionManager(beans, properties, dataSource);
+      IdemProperties.Schema schema = properties.getSchema();
+      boolean flyway = schema == IdemProperties.Schema.FLYWAY
+          || (schema == IdemProperties.Schema.AUTO && applicationHasFlyway(beans));
+      if (flyway) {
+        IdemFlyway.migrate(dataSource);
+      }
+      return SpringTransactionStore.create(dataSource, transactionManager, builder -> builder
+          .tableName(properties.getTableName())
+          .claimLockTimeout(properties.getClaimLockTimeout())
+          .createTableIfMissing(!flyway && schema != IdemProperties.Schema.NONE));
     }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public IdemPipelines idemPipelines(SpringTransactionStore store, IdemProperties properties,
+        ObjectProvider<IdemListenerFactory> listeners) {
+      IdemListenerFactory factory = listeners.getIfAvailable();
+      Function<String, @Nullable IdempotencyListener> perGroup =
+          factory == null ? group -> null : factory::listener;
+      return new IdemPipelines(store, properties, perGroup);
+    }
+
+    /** store-jdbc's retention job on the store's table ({@code idem.retention.*}). */
+    @Bean(initMethod = "start", destroyMethod = "close")
+    @ConditionalOnMissingBean
+    @ConditionalOnProperty(prefix = "idem.retention", name = "enabled", matchIfMissing = true)
+    public RetentionJob idemRetentionJob(SpringTransactionStore store, IdemProperties properties) {
+      MyBatisProcessedEventStore delegate = store.delegate();
+      return RetentionJob.builder(delegate)
+          .retention(properties.getRetention().getRetention())
+          .interval(properties.getRetention().getInterval())
+          .build();
+    }
+
+    /** {@code idem.consumers.*}, started and stopped with the context. */
+    @Bean
+    @ConditionalOnMissingBean
+    public IdemConsumers idemConsumers(IdemProperties properties, IdemPipelines pipelines,
+        ListableBeanFactory beans, Environment environment) {
+      return new IdemConsumers(properties, pipelines, beans, environment);
+    }
+  }
+
+  /** Whether the application migrates with Flyway: Flyway on the classpath and a Flyway bean. */
+  static boolean applicationHasFlyway(ListableBeanFactory beans) {
+    ClassLoader loader = IdemAutoConfiguration.class.getClassLoader();
+    if (!ClassUtils.isPresent("org.flywaydb.core.Flyway", loader)) {
+      return false;
+    }
+    Class<?> flyway = ClassUtils.resolveClassName("org.flywaydb.core.Flyway", loader);
+    return beans.getBeanNamesForType(flyway, false, false).length > 0;
   }
 
   /** {@code idem} in {@code /actuator/info}, when Actuator is there. */

@@ -3,6 +3,7 @@ package io.idem.spring;
 import io.idem.ConsumerHealth;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
@@ -26,15 +27,40 @@ import org.springframework.context.annotation.Configuration;
 final class IdemConsumersHealth {
   private IdemConsumersHealth() {}
 
-  /** Imported by {@link IdemAutoConfiguration}: the indicators, when Actuator's health is there. */
+  /**
+   * Imported by {@link IdemHealthAutoConfiguration} (after {@link IdemAutoConfiguration}, so that
+   * the conditions see its beans): the indicators, when Actuator's health is there.
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
   static class Registration {
     @Bean
     @ConditionalOnMissingBean(name = "idemConsumersHealthContributor")
     @ConditionalOnEnabledHealthIndicator("idemConsumers")
+    @ConditionalOnBean(IdemConsumers.class)
     CompositeHealthContributor idemConsumersHealthContributor(IdemConsumers consumers) {
       return IdemConsumersHealth.of(consumers);
+    }
+
+    /**
+     * {@code /actuator/health/idemOutboxRelay}: UP while the outbox relay runs, with its last
+     * stats (backlog, age of the oldest unsent row, parked rows; no query), DOWN otherwise.
+     */
+    @Bean
+    @ConditionalOnBean(IdemOutboxRelay.class)
+    @ConditionalOnMissingBean(name = "idemOutboxRelayHealthIndicator")
+    @ConditionalOnEnabledHealthIndicator("idemOutboxRelay")
+    HealthIndicator idemOutboxRelayHealthIndicator(IdemOutboxRelay relay) {
+      return () -> {
+        Map<String, Object> view = relay.healthView();
+        Health.Builder builder = Boolean.TRUE.equals(view.get("up")) ? Health.up() : Health.down();
+        view.forEach((name, value) -> {
+          if (!name.equals("up")) {
+            builder.withDetail(name, value);
+          }
+        });
+        return builder.build();
+      };
     }
   }
 

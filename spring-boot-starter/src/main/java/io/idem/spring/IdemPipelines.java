@@ -1,5 +1,6 @@
 package io.idem.spring;
 
+import io.idem.BatchMessageHandler;
 import io.idem.IdempotencyKeyExtractor;
 import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
@@ -24,11 +25,22 @@ import org.jspecify.annotations.Nullable;
  */
 public final class IdemPipelines {
   private static final ThreadLocal<@Nullable MessageHandler<SqlSession>> CURRENT = new ThreadLocal<>();
+  private static final ThreadLocal<@Nullable BatchMessageHandler<SqlSession>> CURRENT_BATCH = new ThreadLocal<>();
+  private static final ThreadLocal<io.idem.@Nullable IdempotencyKey> CURRENT_KEY = new ThreadLocal<>();
+
+  /**
+   * The key Idem claimed for the message whose {@code @Idempotent} method is running on this
+   * thread, or {@code null} outside one (and in a batch listener, whose call covers several keys).
+   */
+  static io.idem.@Nullable IdempotencyKey currentKey() {
+    return CURRENT_KEY.get();
+  }
 
   private final SpringTransactionStore store;
   private final IdemProperties properties;
   private final Function<String, @Nullable IdempotencyListener> listeners;
   private final Map<String, IdempotentConsumer<SqlSession>> pipelines = new ConcurrentHashMap<>();
+  private final Map<String, IdempotentConsumer<SqlSession>> methodPipelines = new ConcurrentHashMap<>();
 
   /**
    * @param listeners the listener of a consumer group ({@code MicrometerIdempotencyListener} when
@@ -64,6 +76,19 @@ public final class IdemPipelines {
     return pipelines.computeIfAbsent(consumerGroup, this::build);
   }
 
+  /**
+   * The pipeline of {@code consumerGroup} for a method whose key is read as {@code key} says
+   * ({@link MethodKey#DEFAULT}: {@link #pipeline(String)}), built on first use; with {@code
+   * batch}, one whose handler is the method called once with a batch's new messages.
+   */
+  IdempotentConsumer<SqlSession> pipeline(String consumerGroup, MethodKey key, boolean batch) {
+    if (key.extractor() == null && !batch) {
+      return pipeline(consumerGroup);
+    }
+    return methodPipelines.computeIfAbsent(consumerGroup + "\u0000" + key.id() + (batch ? "\u0000batch" : ""),
+        k -> build(consumerGroup, key.extractor() == null ? keyExtractor() : key.extractor(), batch));
+  }
+
   /** The store health of each pipeline built so far, by consumer group. */
   public Map<String, StoreHealth> storeHealth() {
     Map<String, StoreHealth> health = new java.util.TreeMap<>();
@@ -86,6 +111,24 @@ public final class IdemPipelines {
         CURRENT.remove();
       } else {
         CURRENT.set(previous);
+      }
+    }
+  }
+
+  /**
+   * Runs {@code body} with {@code handler} as the batch handler of every batch pipeline on this
+   * thread ({@link #pipeline(String, MethodKey, boolean)} with {@code batch}).
+   */
+  static <T> T batchHandlerScope(BatchMessageHandler<SqlSession> handler, java.util.function.Supplier<T> body) {
+    BatchMessageHandler<SqlSession> previous = CURRENT_BATCH.get();
+    CURRENT_BATCH.set(handler);
+    try {
+      return body.get();
+    } finally {
+      if (previous == null) {
+        CURRENT_BATCH.remove();
+      } else {
+        CURRENT_BATCH.set(previous);
       }
     }
   }
@@ -117,14 +160,36 @@ public final class IdemPipelines {
   }
 
   private IdempotentConsumer<SqlSession> build(String consumerGroup) {
-    return configured(consumerGroup)
-        .handler((message, session) -> {
+    return build(consumerGroup, keyExtractor(), false);
+  }
+
+  private IdempotentConsumer<SqlSession> build(String consumerGroup, IdempotencyKeyExtractor extractor,
+      boolean batch) {
+    IdempotentConsumer.Builder<SqlSession> builder = configured(consumerGroup).keyExtractor(extractor);
+    if (batch) {
+      return builder.batchHandler((messages, session) -> {
+        BatchMessageHandler<SqlSession> handler = CURRENT_BATCH.get();
+        if (handler == null) {
+          throw new IllegalStateException("no @Idempotent batch listener method is running on this"
+              + " thread for consumer group '" + consumerGroup + "'");
+        }
+        handler.handle(messages, session);
+      }).build();
+    }
+    return builder
+        .handler((key, message, session) -> {
           MessageHandler<SqlSession> handler = CURRENT.get();
           if (handler == null) {
             throw new IllegalStateException("no @Idempotent listener method is running on this"
                 + " thread for consumer group '" + consumerGroup + "'");
           }
-          handler.handle(message, session);
+          io.idem.IdempotencyKey previous = CURRENT_KEY.get();
+          CURRENT_KEY.set(key);
+          try {
+            handler.handle(message, session);
+          } finally {
+            CURRENT_KEY.set(previous);
+          }
         })
         .build();
   }

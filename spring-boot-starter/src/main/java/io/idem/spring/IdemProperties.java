@@ -8,13 +8,37 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.validation.Errors;
+import org.springframework.validation.Validator;
 
 /**
  * Idem's settings under {@code idem.*} (docs/SPRING-BOOT.md lists them with their defaults).
- * Bound once at start-up by Spring Boot; not thread-safe while bound, read-only afterwards.
+ * Bound once at start-up by Spring Boot, and checked there: a value out of range fails start-up
+ * naming the property and the value (this class is its own {@link Validator}, which Spring Boot
+ * applies to a {@code @ConfigurationProperties} bean without a Bean Validation provider), and a
+ * property under {@code idem.} that no Idem class binds — a typo — fails it too ({@link
+ * IdemPropertiesCheck}). Not thread-safe while bound, read-only afterwards.
  */
 @ConfigurationProperties("idem")
-public class IdemProperties {
+public class IdemProperties implements Validator {
+
+  /**
+   * Whether Idem is on: the one way to turn it off. With {@code false} no Idem bean is created and
+   * {@code @Idempotent} methods run as plain methods.
+   */
+  private boolean enabled = true;
+
+  /**
+   * The name of the {@code DataSource} bean holding Idem's table and the listeners' writes; needed
+   * only when the application has several and none is {@code @Primary}.
+   */
+  private @Nullable String datasource;
+
+  /**
+   * The name of the {@code PlatformTransactionManager} bean Idem opens each message's transaction
+   * with; needed only when several manage the data source.
+   */
+  private @Nullable String transactionManager;
 
   /**
    * The consumer group of an {@code @Idempotent} listener that names none. Keys are unique per
@@ -50,6 +74,98 @@ public class IdemProperties {
   private final Key key = new Key();
   private final Retry retry = new Retry();
   private final Retention retention = new Retention();
+  private final DeadLetter deadLetter = new DeadLetter();
+  private final IdemOutboxProperties outbox = new IdemOutboxProperties();
+
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean enabled) {
+    this.enabled = enabled;
+  }
+
+  public @Nullable String getDatasource() {
+    return datasource;
+  }
+
+  public void setDatasource(@Nullable String datasource) {
+    this.datasource = datasource;
+  }
+
+  public @Nullable String getTransactionManager() {
+    return transactionManager;
+  }
+
+  public void setTransactionManager(@Nullable String transactionManager) {
+    this.transactionManager = transactionManager;
+  }
+
+  public DeadLetter getDeadLetter() {
+    return deadLetter;
+  }
+
+  public IdemOutboxProperties getOutbox() {
+    return outbox;
+  }
+
+  @Override
+  public boolean supports(Class<?> type) {
+    return IdemProperties.class.isAssignableFrom(type);
+  }
+
+  /**
+   * Checks what Idem's builders would refuse later, so that the application stops at start-up
+   * with the property's name: {@code idem.retry.*} (Idem's {@code RetryPolicy}), the key settings,
+   * durations that must not be negative, the consumers' required fields and the outbox's settings.
+   */
+  @Override
+  public void validate(Object target, Errors errors) {
+    IdemProperties p = (IdemProperties) target;
+    try {
+      p.getRetry().toPolicy();
+    } catch (IllegalArgumentException e) {
+      errors.rejectValue("retry", "invalid", "idem.retry: " + e.getMessage());
+    }
+    if (p.getClaimLockTimeout().isNegative()) {
+      errors.rejectValue("claimLockTimeout", "min",
+          "idem.claim-lock-timeout must not be negative, but was " + p.getClaimLockTimeout());
+    }
+    if (p.getRetention().getRetention().isNegative() || p.getRetention().getRetention().isZero()) {
+      errors.rejectValue("retention.retention", "min",
+          "idem.retention.retention must be positive, but was " + p.getRetention().getRetention());
+    }
+    if (p.getRetention().getInterval().isNegative() || p.getRetention().getInterval().isZero()) {
+      errors.rejectValue("retention.interval", "min",
+          "idem.retention.interval must be positive, but was " + p.getRetention().getInterval());
+    }
+    if (p.getKey().getHeader() != null && p.getKey().getHeader().isBlank()) {
+      errors.rejectValue("key.header", "blank", "idem.key.header must not be blank");
+    }
+    if (p.getKey().getJsonPointer() != null && !p.getKey().getJsonPointer().isEmpty()
+        && !p.getKey().getJsonPointer().startsWith("/")) {
+      errors.rejectValue("key.jsonPointer", "pointer", "idem.key.json-pointer must be an RFC 6901"
+          + " pointer starting with '/', but was '" + p.getKey().getJsonPointer() + "'");
+    }
+    p.getConsumers().forEach((name, consumer) -> {
+      if (consumer.getBroker() == null) {
+        errors.rejectValue("consumers", "required", "idem.consumers." + name + ".broker is required"
+            + " (kafka, rabbitmq, sqs or jms)");
+      }
+      if (consumer.getSource() == null || consumer.getSource().isBlank()) {
+        errors.rejectValue("consumers", "required", "idem.consumers." + name + ".source is required");
+      }
+      if (consumer.getHandler() == null || consumer.getHandler().isBlank()) {
+        errors.rejectValue("consumers", "required", "idem.consumers." + name + ".handler is required"
+            + " (the name of a MessageHandler<SqlSession> or KeyedMessageHandler<SqlSession> bean)");
+      }
+      if (consumer.getConcurrency() != null && consumer.getConcurrency() < 1) {
+        errors.rejectValue("consumers", "min", "idem.consumers." + name + ".concurrency must be >= 1,"
+            + " but was " + consumer.getConcurrency());
+      }
+    });
+    p.getOutbox().validate(errors);
+  }
 
   public @Nullable String getConsumerGroup() {
     return consumerGroup;
@@ -199,6 +315,26 @@ public class IdemProperties {
     RetryPolicy toPolicy() {
       return RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(initialBackoff)
           .maxBackoff(maxBackoff).multiplier(multiplier).jitter(jitter).build();
+    }
+  }
+
+  /** How dead letters are written, beyond Idem's {@code idem-*} reason headers. */
+  public static class DeadLetter {
+    /**
+     * Kafka: also write Spring Kafka's {@code DeadLetterPublishingRecoverer} headers ({@code
+     * kafka_dlt-original-topic}, {@code kafka_dlt-original-partition}, {@code
+     * kafka_dlt-original-offset}, {@code kafka_dlt-exception-fqcn}, {@code
+     * kafka_dlt-exception-message} …, with Spring Kafka's encodings), so that tooling written for
+     * Spring Kafka's DLTs reads Idem's dead letters.
+     */
+    private boolean springKafkaHeaders;
+
+    public boolean isSpringKafkaHeaders() {
+      return springKafkaHeaders;
+    }
+
+    public void setSpringKafkaHeaders(boolean springKafkaHeaders) {
+      this.springKafkaHeaders = springKafkaHeaders;
     }
   }
 

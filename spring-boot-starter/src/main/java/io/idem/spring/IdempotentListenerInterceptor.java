@@ -1,10 +1,9 @@
 package io.idem.spring;
 
-import io.idem.DeadLetterReason;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
-import io.idem.spi.Acknowledgement;
+import io.idem.RetryPolicy;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.List;
@@ -13,14 +12,16 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
+import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
-import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * The advice around an {@link Idempotent} listener method: the container's native message through
- * Idem's pipeline of the method's consumer group, the method's body as the handler, inside Idem's
- * transaction ({@link SpringTransactionStore}). What the container sees:
+ * The advice around an {@link Idempotent} listener method: the delivery (the method's native
+ * message parameter, or what Idem's wrapper around the container captured, {@link
+ * CurrentDelivery}) through Idem's pipeline of the method's consumer group, the method's body as
+ * the handler, inside Idem's transaction ({@link SpringTransactionStore}). What the container sees:
  *
  * <table>
  *   <caption>Outcome → what the method does</caption>
@@ -28,27 +29,26 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  *   <tr><td>PROCESSED</td><td>returns the body's result, after Idem's commit</td><td>acks</td></tr>
  *   <tr><td>DUPLICATE</td><td>returns {@code null}, body not run</td><td>acks</td></tr>
  *   <tr><td>DEAD_LETTERED, CONFLICT</td><td>returns {@code null} once the copy is stored</td><td>acks</td></tr>
- *   <tr><td>RETRY, RETRY_STORE_UNAVAILABLE, RETRY_TRANSACTION</td><td>waits the backoff, throws
- *       {@link IdempotentRetryException}</td><td>redelivers</td></tr>
+ *   <tr><td>RETRY, RETRY_STORE_UNAVAILABLE, RETRY_TRANSACTION</td><td>Kafka: waits the backoff and
+ *       runs again in the same call while {@code max.poll.interval.ms} allows, else throws {@link
+ *       IdempotentRetryException} with the rest of the backoff; the others: waits the backoff,
+ *       throws it</td><td>redelivers (Kafka: Idem's error handler seeks back and pauses the
+ *       partition)</td></tr>
  *   <tr><td>RELEASED</td><td>throws {@link IdempotentRetryException} at once</td><td>redelivers</td></tr>
+ *   <tr><td>the dead-letter copy not stored</td><td>waits the policy's backoff, throws {@link
+ *       IdempotentRetryException}</td><td>redelivers</td></tr>
  * </table>
  *
- * <p>The attempt is the broker's delivery count where it has one (JMS {@code JMSXDeliveryCount},
- * a quorum queue's {@code x-delivery-count}), else counted in memory per delivery (lost at restart,
- * which only allows more attempts). Attempts not the message's fault (store unavailable,
- * transaction retry) are not counted in memory.
- *
- * <p>Thread-safe: containers call it from their consumer threads at once.
+ * <p>Attempts: {@link ListenerAttempts}. Thread-safe: containers call it from their consumer
+ * threads at once.
  */
-final class IdempotentListenerInterceptor implements MethodInterceptor {
-  /** Bound on the in-memory attempt counts; cleared past it (more attempts, never fewer). */
-  private static final int MAX_TRACKED = 100_000;
-
+final class IdempotentListenerInterceptor implements MethodInterceptor, Unconvertible {
   private final Supplier<IdemPipelines> pipelines;
   private final Supplier<@Nullable String> defaultGroup;
   private final List<ListenerDeliveries> kinds;
-  private final Map<Method, Binding> bindings = new ConcurrentHashMap<>();
-  private final Map<String, Integer> attempts = new ConcurrentHashMap<>();
+  private final Map<Method, MethodBinding> bindings = new ConcurrentHashMap<>();
+  private final ListenerAttempts attempts = new ListenerAttempts();
+  private final UnsettledDeliveries unsettled = new UnsettledDeliveries();
 
   IdempotentListenerInterceptor(Supplier<IdemPipelines> pipelines,
       Supplier<@Nullable String> defaultGroup, List<ListenerDeliveries> kinds) {
@@ -57,109 +57,184 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     this.kinds = List.copyOf(kinds);
   }
 
-  /** How one annotated method is bound: which parameter is the message, of which kind. */
-  record Binding(int parameter, ListenerDeliveries kind, String consumerGroup, @Nullable String deadLetter) {}
-
   /**
    * Binds {@code method} (cached), refusing what cannot be made idempotent.
    *
    * @throws IllegalStateException naming the method and what to change
    */
-  Binding bind(Method method) {
-    return bindings.computeIfAbsent(method, this::newBinding);
+  MethodBinding bind(Method method) {
+    return bindings.computeIfAbsent(method, m -> MethodBinding.of(m, kinds, defaultGroup.get()));
   }
 
   /** The methods bound so far, with their bindings. */
-  Map<Method, Binding> bindings() {
+  Map<Method, MethodBinding> bindings() {
     return Map.copyOf(bindings);
   }
 
-  private Binding newBinding(Method method) {
-    Idempotent annotation = AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class);
-    if (annotation == null) {
-      throw new IllegalStateException("not @Idempotent: " + method);
-    }
-    String group = annotation.consumerGroup().isEmpty() ? defaultGroup.get() : annotation.consumerGroup();
-    if (group == null || group.isBlank()) {
-      throw new IllegalStateException("@Idempotent method " + method.toGenericString() + " names no"
-          + " consumerGroup and idem.consumer-group is not set");
-    }
-    Integer index = null;
-    ListenerDeliveries kind = null;
-    Class<?>[] types = method.getParameterTypes();
-    for (int i = 0; i < types.length; i++) {
-      for (ListenerDeliveries candidate : kinds) {
-        if (candidate.acknowledgesByItself(types[i])) {
-          throw new IllegalStateException("@Idempotent method " + method.toGenericString()
-              + " takes a " + types[i].getName() + ", with which it could acknowledge the message"
-              + " before Idem's transaction commits; remove it and let the container acknowledge"
-              + " when the method returns (Kafka AckMode RECORD or BATCH, AMQP AcknowledgeMode AUTO)");
-        }
-        if (index == null && candidate.accepts(method, types[i])) {
-          index = i;
-          kind = candidate;
-        }
-      }
-    }
-    if (index == null) {
-      throw new IllegalStateException("@Idempotent method " + method.toGenericString() + " must take"
-          + " the container's native message to read the key and headers from: Kafka's"
-          + " ConsumerRecord, Spring AMQP's Message, a jakarta.jms.Message, or on an @SqsListener a"
-          + " Spring Message (on the classpath now: "
-          + kinds.stream().map(ListenerDeliveries::kind).toList() + ")");
-    }
-    String refusal = kind.refusal(method);
-    if (refusal != null) {
-      throw new IllegalStateException("@Idempotent method " + method.toGenericString() + ": " + refusal);
-    }
-    String deadLetter = annotation.deadLetter().isEmpty() ? null : annotation.deadLetter();
-    return new Binding(index, kind, group, deadLetter);
+  /** The listener kinds whose libraries are on the classpath. */
+  List<ListenerDeliveries> kinds() {
+    return kinds;
   }
 
   @Override
   public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
-    Binding binding = bind(invocation.getMethod());
+    MethodBinding binding = bind(invocation.getMethod());
     if (TransactionSynchronizationManager.isActualTransactionActive()) {
       throw new IllegalStateException(SpringTransactionStore.OUTER_TRANSACTION_REFUSED);
     }
-    Object nativeMessage = invocation.getArguments()[binding.parameter()];
-    ListenerDeliveries kind = binding.kind();
-    String delivery = binding.consumerGroup() + "|" + kind.deliveryId(nativeMessage);
-    if (attempts.size() > MAX_TRACKED) {
-      attempts.clear();
+    Object[] arguments = invocation.getArguments();
+    CurrentDelivery captured = CurrentDelivery.get();
+    if (captured != null && !captured.kind().equals(binding.kind().kind())) {
+      captured = null;
     }
-    int counted = attempts.merge(delivery, 1, Integer::sum);
-    int attempt = Math.max(counted, kind.brokerAttempt(nativeMessage));
-    InboundMessage message = kind.toInbound(nativeMessage, attempt);
-    IdempotentConsumer<?> pipeline = pipelines.get().pipeline(binding.consumerGroup());
-    Settled settled = new Settled(kind, nativeMessage, binding.deadLetter());
-    Object[] result = new Object[1];
-    ProcessingOutcome outcome = IdemPipelines.handlerScope(
-        (inbound, session) -> result[0] = proceed(invocation),
-        () -> pipeline.process(message, settled));
-    switch (outcome) {
-      case PROCESSED:
-        attempts.remove(delivery);
-        return result[0];
-      case DUPLICATE:
-      case CONFLICT:
-      case DEAD_LETTERED:
-        attempts.remove(delivery);
-        return null;
-      case RETRY_STORE_UNAVAILABLE:
-      case RETRY_TRANSACTION:
-        attempts.computeIfPresent(delivery, (k, n) -> n <= 1 ? null : n - 1);
-        throw backOff(outcome, delivery, settled.delay);
-      case RETRY:
-        throw backOff(outcome, delivery, settled.delay);
-      default:
-        throw new IdempotentRetryException(outcome, delivery, Duration.ZERO);
+    Object delivered;
+    if (binding.nativeParameter() >= 0) {
+      delivered = arguments[binding.nativeParameter()];
+    } else if (captured != null) {
+      delivered = captured.message();
+    } else {
+      throw new IllegalStateException(binding.name() + " was called without a message Idem can"
+          + " read: it takes no native message parameter, and no listener container Idem watches"
+          + " is calling it (Idem takes over the containers of @Idempotent methods at start-up)");
+    }
+    if (captured != null) {
+      captured.markReached();
+    }
+    KafkaBudget budget = captured == null ? null : captured.budget();
+    if (delivered instanceof List<?>) {
+      return binding.kind().invokeBatch(new BatchCall(invocation, binding, captured.batch(), budget));
+    }
+    return invokeOne(invocation, binding, delivered, budget);
+  }
+
+  private @Nullable Object invokeOne(MethodInvocation invocation, MethodBinding binding, Object delivered,
+      @Nullable KafkaBudget budget) throws Throwable {
+    ListenerDeliveries kind = binding.kind();
+    String delivery = binding.consumerGroup() + "|" + kind.deliveryId(delivered);
+    IdempotentConsumer<SqlSession> pipeline =
+        pipelines.get().pipeline(binding.consumerGroup(), binding.key(), false);
+    RetryPolicy policy = pipeline.retryPolicy();
+    long started = System.nanoTime();
+    while (true) {
+      InboundMessage message = kind.toInbound(delivered, attempts.next(delivery));
+      DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
+      Object[] result = new Object[1];
+      ProcessingOutcome outcome;
+      try {
+        outcome = binding.key().withResolved(binding.method(), invocation.getArguments(),
+            () -> IdemPipelines.handlerScope(
+                (inbound, session) -> result[0] = proceed(invocation, invocation.getArguments()),
+                () -> pipeline.process(message, acknowledgement)));
+      } catch (RuntimeException notSettled) {
+        // the acknowledgement threw (the dead-letter copy was not stored): not an attempt
+        Duration delay = unsettled.failed(delivery, notSettled, policy);
+        throw handBack(kind, ProcessingOutcome.DEAD_LETTERED, delivery, delay, budget, started);
+      }
+      switch (outcome) {
+        case PROCESSED:
+          settled(delivery);
+          return result[0];
+        case DUPLICATE:
+        case CONFLICT:
+        case DEAD_LETTERED:
+          settled(delivery);
+          return null;
+        case RETRY:
+          attempts.failed(delivery);
+          break;
+        case RETRY_STORE_UNAVAILABLE:
+        case RETRY_TRANSACTION:
+          break;
+        default: // RELEASED: the consumer is shutting down
+          throw kind.handBack(new IdempotentRetryException(outcome, delivery, Duration.ZERO, Duration.ZERO));
+      }
+      Duration delay = acknowledgement.delay();
+      if (kind.retriesInCall() && budget != null && fits(started, delay, budget.perCall())) {
+        if (!sleep(delay)) {
+          throw kind.handBack(new IdempotentRetryException(ProcessingOutcome.RELEASED, delivery,
+              Duration.ZERO, Duration.ZERO));
+        }
+        continue;
+      }
+      throw handBack(kind, outcome, delivery, delay, budget, started);
     }
   }
 
-  private static @Nullable Object proceed(MethodInvocation invocation) throws Exception {
+  /**
+   * Dead-letters a delivery the container could not convert for {@code method} ({@link
+   * Unconvertible}): through the method's pipeline, with a handler that refuses it as {@code
+   * NON_RETRYABLE}, the conversion error its detail.
+   */
+  @Override
+  public void deadLetter(Method method, Object delivered, RuntimeException failure) {
+    MethodBinding binding = bind(method);
+    ListenerDeliveries kind = binding.kind();
+    String delivery = binding.consumerGroup() + "|" + kind.deliveryId(delivered);
+    IdempotentConsumer<SqlSession> pipeline = pipelines.get().pipeline(binding.consumerGroup(),
+        binding.key().fromArguments() ? MethodKey.DEFAULT : binding.key(), false);
+    InboundMessage message = kind.toInbound(delivered, attempts.next(delivery));
+    DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
+    ProcessingOutcome outcome;
     try {
-      return invocation.proceed();
+      outcome = IdemPipelines.handlerScope((inbound, session) -> {
+        throw new io.idem.NonRetryableException("the container could not convert the message for "
+            + binding.name() + ": " + failure, failure);
+      }, () -> pipeline.process(message, acknowledgement));
+    } catch (RuntimeException notSettled) {
+      Duration delay = unsettled.failed(delivery, notSettled, pipeline.retryPolicy());
+      throw handBack(kind, ProcessingOutcome.DEAD_LETTERED, delivery, delay, null, System.nanoTime());
+    }
+    if (outcome.isSettled()) {
+      settled(delivery);
+      return;
+    }
+    throw handBack(kind, outcome, delivery, acknowledgement.delay(), null, System.nanoTime());
+  }
+
+  private void settled(String delivery) {
+    attempts.settled(delivery);
+    unsettled.settled(delivery);
+  }
+
+  /**
+   * The exception that gets {@code delivery} back after {@code delay}: on Kafka with the delay to
+   * go (Idem's error handler pauses the partition for it), elsewhere after waiting it here.
+   */
+  static RuntimeException handBack(ListenerDeliveries kind, ProcessingOutcome outcome, String delivery,
+      Duration delay, @Nullable KafkaBudget budget, long started) {
+    if (kind.retriesInCall() && budget != null) {
+      return kind.handBack(new IdempotentRetryException(outcome, delivery, Duration.ZERO, delay));
+    }
+    boolean slept = sleep(delay);
+    return kind.handBack(new IdempotentRetryException(slept ? outcome : ProcessingOutcome.RELEASED,
+        delivery, slept ? delay : Duration.ZERO, Duration.ZERO));
+  }
+
+  /** Whether waiting {@code delay} more keeps the call within {@code budget} since {@code started}. */
+  static boolean fits(long started, Duration delay, Duration budget) {
+    return Duration.ofNanos(System.nanoTime() - started).plus(delay).compareTo(budget) <= 0;
+  }
+
+  /** Waits {@code delay} on the listener thread; {@code false} when interrupted (flag restored). */
+  static boolean sleep(Duration delay) {
+    if (delay.isZero() || delay.isNegative()) {
+      return true;
+    }
+    try {
+      Thread.sleep(delay.toMillis(), (int) (delay.toNanosPart() % 1_000_000));
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** Runs the method's body once more, with {@code arguments}. */
+  static @Nullable Object proceed(MethodInvocation invocation, Object[] arguments) throws Exception {
+    try {
+      MethodInvocation run = invocation instanceof ProxyMethodInvocation proxied
+          ? proxied.invocableClone(arguments) : invocation;
+      return run.proceed();
     } catch (Exception | Error e) {
       throw e;
     } catch (Throwable t) {
@@ -167,58 +242,31 @@ final class IdempotentListenerInterceptor implements MethodInterceptor {
     }
   }
 
-  /** Waits Idem's backoff on the listener thread, then has the container redeliver. */
-  private static IdempotentRetryException backOff(
-      ProcessingOutcome outcome, String delivery, Duration delay) {
-    try {
-      if (!delay.isZero()) {
-        Thread.sleep(delay.toMillis());
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    return new IdempotentRetryException(outcome, delivery, delay);
-  }
+  /** One call of a batch listener method, for {@link ListenerDeliveries#invokeBatch}. */
+  final class BatchCall {
+    final MethodInvocation invocation;
+    final MethodBinding binding;
+    final List<Object> records;
+    final @Nullable KafkaBudget budget;
 
-  /**
-   * The pipeline's settlement of a drop-in delivery: acks are the container's (after the method
-   * returns), retries are remembered for {@link #invoke}, dead letters are copied at once.
-   */
-  private static final class Settled implements Acknowledgement {
-    private final ListenerDeliveries kind;
-    private final Object message;
-    private final @Nullable String deadLetter;
-    Duration delay = Duration.ZERO;
-
-    Settled(ListenerDeliveries kind, Object message, @Nullable String deadLetter) {
-      this.kind = kind;
-      this.message = message;
-      this.deadLetter = deadLetter;
+    BatchCall(MethodInvocation invocation, MethodBinding binding, List<Object> records,
+        @Nullable KafkaBudget budget) {
+      this.invocation = invocation;
+      this.binding = binding;
+      this.records = records;
+      this.budget = budget;
     }
 
-    @Override
-    public void ack() {
-      // the container acknowledges when the listener method returns, after Idem's commit
+    ListenerAttempts attempts() {
+      return attempts;
     }
 
-    @Override
-    public void retry(Duration value) {
-      delay = value;
+    UnsettledDeliveries unsettled() {
+      return unsettled;
     }
 
-    @Override
-    public void retryWhenStoreAvailable(Duration value) {
-      delay = value;
-    }
-
-    @Override
-    public void release() {
-      delay = Duration.ZERO;
-    }
-
-    @Override
-    public void deadLetter(DeadLetterReason reason) {
-      kind.deadLetter(message, reason, deadLetter);
+    IdempotentConsumer<SqlSession> pipeline() {
+      return pipelines.get().pipeline(binding.consumerGroup(), binding.key(), true);
     }
   }
 }

@@ -4,8 +4,6 @@ import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
@@ -24,14 +22,13 @@ import org.springframework.util.ClassUtils;
  * listener annotation processors of Spring Kafka, AMQP and JMS (which register the bean they are
  * given), so they register the proxy.
  *
- * <p>Records which container kinds have {@code @Idempotent} methods, for {@link
- * IdempotentListenerContainerChecks}. Thread-safe after the context started.
+ * <p>Records the {@code @Idempotent} methods it bound, for {@link IdempotentListenerContainers}.
+ * Thread-safe after the context started.
  */
 public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
   private static final long serialVersionUID = 1L;
 
   private transient IdempotentListenerInterceptor interceptor;
-  private final transient Set<String> kindsInUse = ConcurrentHashMap.newKeySet();
 
   public IdempotentListenerPostProcessor() {
     setProxyTargetClass(true);
@@ -67,19 +64,18 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
         new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);
   }
 
-  /** The kinds ({@code kafka}, {@code rabbitmq}, {@code jms}) with at least one annotated method. */
-  Set<String> kindsInUse() {
-    return Set.copyOf(kindsInUse);
+  /** The advice, with the methods it bound. */
+  IdempotentListenerInterceptor interceptor() {
+    return interceptor;
   }
 
   /**
    * The {@code @Idempotent} methods of the context's beans, as {@code SimpleClassName.method}, with
    * their container kind and consumer group, sorted by name.
    */
-  Map<String, IdempotentListenerInterceptor.Binding> listeners() {
-    Map<String, IdempotentListenerInterceptor.Binding> listeners = new java.util.TreeMap<>();
-    interceptor.bindings().forEach((method, binding) ->
-        listeners.put(method.getDeclaringClass().getSimpleName() + "." + method.getName(), binding));
+  Map<String, MethodBinding> listeners() {
+    Map<String, MethodBinding> listeners = new java.util.TreeMap<>();
+    interceptor.bindings().forEach((method, binding) -> listeners.put(binding.name(), binding));
     return listeners;
   }
 
@@ -91,7 +87,7 @@ public final class IdempotentListenerPostProcessor extends AbstractBeanFactoryAw
             AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class));
     for (Method method : annotated.keySet()) {
       try {
-        kindsInUse.add(interceptor.bind(method).kind().kind());
+        interceptor.bind(method);
       } catch (IllegalStateException e) {
         throw new BeanInitializationException("bean '" + beanName + "': " + e.getMessage(), e);
       }

@@ -19,8 +19,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.jms.core.JmsTemplate;
 
 /**
- * {@code @JmsListener} methods taking a {@link Message} (text or bytes). The attempt is the JMS
- * {@code JMSXDeliveryCount}; properties are read and written with Idem's JMS naming ({@link
+ * {@code @JmsListener} methods; the delivery is the {@link Message} (text or bytes). Properties are read and written with Idem's JMS naming ({@link
  * JmsHeaderNames}: {@code idempotency_key} is the header {@code idempotency-key}). The dead letter is sent with the application's {@link JmsTemplate}
  * to {@code <queue>.dlq} by default; inside a transacted listener session (Spring Boot's default
  * for {@code @JmsListener}) that send joins the session's transaction, so it commits together with
@@ -50,13 +49,21 @@ final class JmsDeliveries implements ListenerDeliveries {
   }
 
   @Override
+  public boolean isListener(java.lang.reflect.Method method) {
+    return org.springframework.core.annotation.MergedAnnotations.from(method,
+            org.springframework.core.annotation.MergedAnnotations.SearchStrategy.TYPE_HIERARCHY)
+        .isPresent(org.springframework.jms.annotation.JmsListener.class);
+  }
+
+  @Override
   public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
     return Message.class.isAssignableFrom(type);
   }
 
+  /** A {@code Session}: in a transacted session the method could commit it before Idem's commit. */
   @Override
   public boolean acknowledgesByItself(Class<?> type) {
-    return false;
+    return jakarta.jms.Session.class.isAssignableFrom(type);
   }
 
   @Override
@@ -65,16 +72,6 @@ final class JmsDeliveries implements ListenerDeliveries {
       return String.valueOf(((Message) message).getJMSMessageID());
     } catch (JMSException e) {
       throw new IllegalStateException("could not read the JMS message id: " + e.getMessage(), e);
-    }
-  }
-
-  @Override
-  public int brokerAttempt(Object message) {
-    try {
-      Message jms = (Message) message;
-      return jms.propertyExists("JMSXDeliveryCount") ? jms.getIntProperty("JMSXDeliveryCount") : 0;
-    } catch (JMSException | NumberFormatException e) {
-      return 0;
     }
   }
 

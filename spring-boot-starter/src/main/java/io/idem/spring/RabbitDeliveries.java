@@ -15,9 +15,7 @@ import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.rabbit.core.RabbitTemplate;
 
 /**
- * {@code @RabbitListener} methods taking Spring AMQP's {@link Message}. The attempt is the quorum
- * queue's {@code x-delivery-count} plus one when present (RabbitMQ 4 sets it on redeliveries),
- * else counted in memory. The dead letter is published with the application's {@link
+ * {@code @RabbitListener} methods; the delivery is Spring AMQP's {@link Message}. The dead letter is published with the application's {@link
  * RabbitTemplate} through the default exchange to {@code <queue>.dlq} by default, body and
  * properties kept, the reason added as headers; with publisher confirms of type {@code SIMPLE} on
  * the template's connection factory it waits for the broker's confirm (10 s), otherwise the
@@ -47,8 +45,31 @@ final class RabbitDeliveries implements ListenerDeliveries {
   }
 
   @Override
+  public boolean isListener(java.lang.reflect.Method method) {
+    return org.springframework.core.annotation.MergedAnnotations.from(method,
+            org.springframework.core.annotation.MergedAnnotations.SearchStrategy.TYPE_HIERARCHY)
+        .isPresent(org.springframework.amqp.rabbit.annotation.RabbitListener.class)
+        || (org.springframework.core.annotation.MergedAnnotations.from(method)
+                .isPresent(org.springframework.amqp.rabbit.annotation.RabbitHandler.class)
+            && org.springframework.core.annotation.MergedAnnotations.from(method.getDeclaringClass(),
+                    org.springframework.core.annotation.MergedAnnotations.SearchStrategy.TYPE_HIERARCHY)
+                .isPresent(org.springframework.amqp.rabbit.annotation.RabbitListener.class));
+  }
+
+  @Override
   public boolean accepts(java.lang.reflect.Method method, Class<?> type) {
     return Message.class.isAssignableFrom(type);
+  }
+
+  /**
+   * Wrapped in Spring AMQP's {@code ImmediateRequeueAmqpException}: the container requeues the
+   * message whatever its {@code defaultRequeueRejected} says (Spring AMQP's {@code
+   * ContainerUtils.shouldRequeue}), so a container set to drop failed messages cannot drop one
+   * Idem hands back.
+   */
+  @Override
+  public RuntimeException handBack(IdempotentRetryException retry) {
+    return new org.springframework.amqp.ImmediateRequeueAmqpException(retry.getMessage(), retry);
   }
 
   @Override
@@ -62,12 +83,6 @@ final class RabbitDeliveries implements ListenerDeliveries {
     String id = properties.getMessageId();
     return properties.getConsumerQueue() + "/"
         + (id != null ? id : "sha-" + java.util.Arrays.hashCode(((Message) message).getBody()));
-  }
-
-  @Override
-  public int brokerAttempt(Object message) {
-    Object count = ((Message) message).getMessageProperties().getHeaders().get("x-delivery-count");
-    return count instanceof Number n ? n.intValue() + 1 : 0;
   }
 
   @Override

@@ -114,6 +114,19 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
     return new SpringTransactionStore(dataSource, template, sessions, builder.build());
   }
 
+  /**
+   * The MyBatis factory whose sessions work on the connection of the Spring transaction open on the
+   * thread (outside one: a transaction of their own); for {@link IdemOutbox}.
+   */
+  SqlSessionFactory sessions() {
+    return sessions;
+  }
+
+  /** The data source the store runs on. */
+  DataSource dataSource() {
+    return dataSource;
+  }
+
   /** The store-jdbc store the claim is delegated to; for {@code RetentionJob}. */
   public MyBatisProcessedEventStore delegate() {
     return delegate;

@@ -22,10 +22,10 @@ import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
 /**
  * Spring Cloud AWS {@code @SqsListener} methods taking a Spring {@code Message} (any payload
  * type): Idem reads the SQS message the container received from its {@code Sqs_SourceData}
- * header — body, message attributes, message id, {@code ApproximateReceiveCount} when the
- * container asked for it. The container deletes the message after the method returned (its
+ * header — body, message attributes, message id. The container deletes the message after the method returned (its
  * default {@code ON_SUCCESS} acknowledgement mode); {@code ALWAYS} would delete it after a
- * failure too and is refused, as is an {@code Acknowledgement} parameter ({@code MANUAL}). The
+ * failure too and is refused (on the annotation here, on the container's options by {@link
+ * SqsContainers}), as is an {@code Acknowledgement} parameter. The
  * dead letter is sent with the application's {@link SqsAsyncClient} to {@code <queue>-dlq} by
  * default (SQS names allow no dot), body and as many attributes as SQS allows (10, the reason's
  * first), waited for.
@@ -55,6 +55,13 @@ final class SqsDeliveries implements ListenerDeliveries {
   }
 
   @Override
+  public boolean isListener(Method method) {
+    return org.springframework.core.annotation.MergedAnnotations.from(method,
+            org.springframework.core.annotation.MergedAnnotations.SearchStrategy.TYPE_HIERARCHY)
+        .isPresent(SqsListener.class);
+  }
+
+  @Override
   public boolean accepts(Method method, Class<?> type) {
     return org.springframework.messaging.Message.class.isAssignableFrom(type)
         && AnnotatedElementUtils.hasAnnotation(method, SqsListener.class);
@@ -80,16 +87,6 @@ final class SqsDeliveries implements ListenerDeliveries {
   public String deliveryId(Object message) {
     Message sqs = source(message);
     return queue(message) + "/" + sqs.messageId();
-  }
-
-  @Override
-  public int brokerAttempt(Object message) {
-    String count = source(message).attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT);
-    try {
-      return count == null ? 0 : Integer.parseInt(count);
-    } catch (NumberFormatException e) {
-      return 0;
-    }
   }
 
   @Override

@@ -46,6 +46,8 @@ final class BootLines {
       + "|org.springframework.boot.autoconfigure.transaction.TransactionAutoConfiguration";
   static final String JMS = "org.springframework.boot.jms.autoconfigure.JmsAutoConfiguration"
       + "|org.springframework.boot.autoconfigure.jms.JmsAutoConfiguration";
+  static final String KAFKA = "org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration"
+      + "|org.springframework.boot.autoconfigure.kafka.KafkaAutoConfiguration";
   static final String RABBIT = "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration"
       + "|org.springframework.boot.autoconfigure.amqp.RabbitAutoConfiguration";
 

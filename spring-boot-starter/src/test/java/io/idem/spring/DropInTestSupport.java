@@ -71,9 +71,15 @@ final class DropInTestSupport {
 
   @Configuration(proxyBeanMethods = false)
   static class Beans {
+    /**
+     * A schema of its own, kept until the test JVM ends: Spring's context cache shares one
+     * application between the test classes of the same configuration, so the schema must outlive
+     * the class that created it.
+     */
     @Bean
     DataSource dataSource() {
-      DataSource pool = PostgresFixture.shared().newSchemaDataSource("spring_dropin");
+      com.zaxxer.hikari.HikariDataSource pool = PostgresFixture.shared().newSchema("spring_dropin");
+      io.idem.fixtures.TestSchemas.keepForJvm(pool.getSchema());
       new JdbcTemplate(pool).execute(
           "CREATE TABLE payments (id text NOT NULL, body text NOT NULL)");
       return pool;
@@ -119,6 +125,7 @@ final class DropInTestSupport {
   static final class Outcomes implements IdempotencyListener {
     private final Map<String, List<ProcessingOutcome>> byKey = new ConcurrentHashMap<>();
     private final Map<String, List<RuntimeException>> failedAcknowledgements = new ConcurrentHashMap<>();
+    private final Map<String, List<Long>> failedAcknowledgementNanos = new ConcurrentHashMap<>();
 
     @Override
     public void onOutcome(InboundMessage message, @Nullable IdempotencyKey key,
@@ -132,12 +139,18 @@ final class DropInTestSupport {
     public void onAcknowledgementFailure(InboundMessage message, @Nullable IdempotencyKey key,
         ProcessingOutcome intended, RuntimeException failure, Duration elapsed) {
       if (key != null) {
+        failedAcknowledgementNanos.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(System.nanoTime());
         failedAcknowledgements.computeIfAbsent(key.value(), k -> new CopyOnWriteArrayList<>()).add(failure);
       }
     }
 
     List<ProcessingOutcome> of(String key) {
       return byKey.getOrDefault(key, List.of());
+    }
+
+    /** When (System.nanoTime) each acknowledgement of {@code key} threw, in order. */
+    List<Long> failedAcknowledgementTimes(String key) {
+      return failedAcknowledgementNanos.getOrDefault(key, List.of());
     }
 
     /** What the acknowledgement threw for {@code key} (a dead-letter copy that could not be stored…). */
@@ -149,7 +162,8 @@ final class DropInTestSupport {
   /**
    * The listener's business logic: one row in {@code payments} per run, written with the
    * application's JdbcTemplate; a body starting with {@code poison} then always fails, one
-   * starting with {@code flaky} fails on its first run only.
+   * starting with {@code flaky} fails on its first run only, {@code flaky<n>} on its first
+   * {@code n} runs.
    */
   static final class Payments {
     private final JdbcTemplate jdbc;
@@ -162,9 +176,17 @@ final class DropInTestSupport {
     void apply(String key, String body) {
       int run = runs.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
       jdbc.update("INSERT INTO payments (id, body) VALUES (?, ?)", key, body);
-      if (body.startsWith("poison") || (body.startsWith("flaky") && run == 1)) {
+      if (body.startsWith("poison") || (body.startsWith("flaky") && run <= failuresOf(body))) {
         throw new IllegalStateException("injected failure of " + key + " on run " + run);
       }
+    }
+
+    private static int failuresOf(String body) {
+      int end = "flaky".length();
+      while (end < body.length() && Character.isDigit(body.charAt(end))) {
+        end++;
+      }
+      return end == "flaky".length() ? 1 : Integer.parseInt(body.substring("flaky".length(), end));
     }
 
     int runs(String key) {

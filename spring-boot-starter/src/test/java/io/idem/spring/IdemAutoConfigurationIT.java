@@ -54,6 +54,12 @@ class IdemAutoConfigurationIT {
     SPRING_CONTEXT.setLevel(contextLevel);
   }
 
+  /** With Spring Boot's Kafka auto-configuration: the containers exist (never started here). */
+  private ApplicationContextRunner kafka() {
+    return runner.withConfiguration(BootLines.autoConfigurations(BootLines.KAFKA))
+        .withPropertyValues("spring.kafka.bootstrap-servers=127.0.0.1:9");
+  }
+
   private final ApplicationContextRunner runner = new ApplicationContextRunner()
       .withPropertyValues("idem.retention.enabled=false")
       .withBean(DataSource.class, () -> PostgresFixture.shared().dataSource(SCHEMA, 4))
@@ -94,7 +100,7 @@ class IdemAutoConfigurationIT {
   @Test
   @SuppressWarnings("unchecked")
   void theInfoContributorNamesTheVersionTheListenersAndTheirConsumerGroups() {
-    runner.withBean(KafkaBilling.class).run(context -> {
+    kafka().withBean(KafkaBilling.class).run(context -> {
       Info.Builder builder = new Info.Builder();
       context.getBean(IdemInfoContributor.class).contribute(builder);
       Map<String, Object> idem = (Map<String, Object>) builder.build().get("idem");
@@ -119,11 +125,53 @@ class IdemAutoConfigurationIT {
             .hasMessageContaining("before Idem's transaction commits"));
   }
 
+  /** A POJO listener is taken (no start-up refusal of String/POJO listeners any more) … */
+  /** The outbox relay of idem.outbox.* runs with the context and stops with it. */
   @Test
-  void aListenerWithoutTheNativeMessageIsRefused() {
+  void theOutboxRelayStartsAndStopsWithTheContext() {
+    IdemOutboxRelay[] relay = new IdemOutboxRelay[1];
+    kafka().withPropertyValues("idem.outbox.publisher=kafka").run(context -> {
+      assertThat(context).hasNotFailed().hasSingleBean(IdemOutbox.class)
+          .hasSingleBean(io.idem.store.jdbc.Outbox.class);
+      relay[0] = context.getBean(IdemOutboxRelay.class);
+      assertThat(relay[0].isRunning()).isTrue();
+      // stopped and started again (Spring's test context pausing does so): a new relay runs
+      io.idem.store.jdbc.OutboxRelay first = relay[0].relay();
+      context.stop();
+      assertThat(relay[0].isRunning()).isFalse();
+      context.start();
+      assertThat(relay[0].isRunning()).isTrue();
+      assertThat(relay[0].relay()).isNotSameAs(first);
+    });
+    assertThat(relay[0].isRunning()).as("stopped with the context").isFalse();
+  }
+
+  @Test
+  void aPojoListenerIsTakenOver() {
+    kafka().withBean(PayloadOnlyListener.class).run(context -> assertThat(context).hasNotFailed());
+  }
+
+  /** … but an @Idempotent method no container calls is refused, not left inert. */
+  @Test
+  void anIdempotentMethodNoContainerCallsIsRefused() {
     runner.withBean(PayloadOnlyListener.class).run(context ->
         assertThat(context).getFailure().rootCause()
-            .hasMessageContaining("must take the container's native message"));
+            .hasMessageContaining("PayloadOnlyListener.on is @Idempotent, but no kafka listener container calls it"));
+  }
+
+  @Test
+  void aKafkaContainerWithManualAcknowledgementIsRefused() {
+    kafka().withBean(KafkaBilling.class).withPropertyValues("spring.kafka.listener.ack-mode=manual")
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("has AckMode MANUAL").hasMessageContaining("spring.kafka.listener.ack-mode"));
+  }
+
+  @Test
+  void aKafkaValueDeserializerThatGivesNoBytesIsRefused() {
+    kafka().withBean(KafkaBilling.class)
+        .withPropertyValues("spring.kafka.consumer.value-deserializer=org.apache.kafka.common.serialization.LongDeserializer")
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("LongDeserializer").hasMessageContaining("String or byte[]"));
   }
 
   @Test
@@ -135,6 +183,18 @@ class IdemAutoConfigurationIT {
             "spring.jms.listener.session.acknowledge-mode=auto")
         .run(context -> assertThat(context).getFailure().rootCause()
             .hasMessageContaining("acks at receive, before the listener runs"));
+  }
+
+  @Test
+  void aRabbitContainerWithManualAcknowledgementsOrARetryInterceptorIsRefused() {
+    runner.withConfiguration(BootLines.autoConfigurations(BootLines.RABBIT))
+        .withBean(RabbitBilling.class)
+        .withPropertyValues("spring.rabbitmq.listener.simple.acknowledge-mode=manual",
+            "spring.rabbitmq.listener.simple.retry.enabled=true")
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("AcknowledgeMode.MANUAL")
+            .hasMessageContaining("retry interceptor")
+            .hasMessageContaining("spring.rabbitmq.listener.simple.retry.enabled=false"));
   }
 
   @Test
@@ -153,8 +213,7 @@ class IdemAutoConfigurationIT {
   @Test
   void aRetryPolicyThatCannotBeBuiltStopsTheApplicationAtStart() {
     runner.withPropertyValues("idem.retry.max-attempts=0").run(context ->
-        assertThat(context).getFailure().hasMessageContaining("invalid idem.* setting")
-            .hasMessageContaining("maxAttempts"));
+        assertThat(context).getFailure().hasStackTraceContaining("idem.retry: maxAttempts must be >= 1, but was 0"));
   }
 
   @Test
@@ -162,6 +221,52 @@ class IdemAutoConfigurationIT {
     runner.withBean(DeletingSqsListener.class).run(context ->
         assertThat(context).getFailure().rootCause()
             .hasMessageContaining("acknowledgementMode ALWAYS"));
+  }
+
+  /**
+   * Issue 24, case 2: a container factory whose acknowledgement mode is ALWAYS (the annotation
+   * says nothing) deleted a message that failed once — no effect, no dead letter. Refused at
+   * start-up, naming the container, the setting and the fix.
+   */
+  @Test
+  void anSqsContainerFactoryThatDeletesFailedMessagesIsRefused() {
+    runner.withUserConfiguration(SqsAlways.class)
+        .withBean(FactorySqsListener.class)
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("acknowledgement mode ALWAYS")
+            .hasMessageContaining("SQS container")
+            .hasMessageContaining("acknowledgementMode(AcknowledgementMode.ON_SUCCESS)"));
+  }
+
+  /** The application's SQS client and a container factory that acknowledges ALWAYS. */
+  @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+  @org.springframework.context.annotation.Import(io.awspring.cloud.sqs.config.SqsBootstrapConfiguration.class)
+  static class SqsAlways {
+    @org.springframework.context.annotation.Bean
+    software.amazon.awssdk.services.sqs.SqsAsyncClient sqsAsyncClient() {
+      io.idem.fixtures.SqsFixture sqs = io.idem.fixtures.SqsFixture.shared();
+      return software.amazon.awssdk.services.sqs.SqsAsyncClient.builder().endpointOverride(sqs.endpoint())
+          .region(software.amazon.awssdk.regions.Region.of(sqs.region()))
+          .credentialsProvider(software.amazon.awssdk.auth.credentials.StaticCredentialsProvider.create(
+              software.amazon.awssdk.auth.credentials.AwsBasicCredentials.create("idem", "idem")))
+          .build();
+    }
+
+    @org.springframework.context.annotation.Bean
+    io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory<Object> defaultSqsListenerContainerFactory(
+        software.amazon.awssdk.services.sqs.SqsAsyncClient client) {
+      return io.awspring.cloud.sqs.config.SqsMessageListenerContainerFactory.builder()
+          .sqsAsyncClient(client)
+          .configure(options -> options.acknowledgementMode(
+              io.awspring.cloud.sqs.listener.acknowledgement.handler.AcknowledgementMode.ALWAYS))
+          .build();
+    }
+  }
+
+  static class FactorySqsListener {
+    @io.awspring.cloud.sqs.annotation.SqsListener(value = "never-consumed")
+    @Idempotent(consumerGroup = "billing")
+    public void on(org.springframework.messaging.Message<String> message) {}
   }
 
   static class DeletingSqsListener {

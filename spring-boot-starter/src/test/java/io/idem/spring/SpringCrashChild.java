@@ -25,13 +25,15 @@ import org.springframework.kafka.annotation.KafkaListener;
 /**
  * The victim of {@link SpringListenerCrashIT}, run in a child JVM: a Spring Boot application with
  * one {@code @Idempotent} listener ({@code @KafkaListener} with Spring Kafka's default AckMode
- * BATCH, or {@code @RabbitListener} with AcknowledgeMode AUTO) that inserts one row per event
+ * BATCH, {@code @RabbitListener} with AcknowledgeMode AUTO, {@code @JmsListener} on Spring Boot's
+ * transacted container, or Spring Cloud AWS's {@code @SqsListener} in ON_SUCCESS mode) that inserts one row per event
  * into {@code effects} with the application's {@code JdbcTemplate}. Its pipeline's listener is
  * {@link CrashInjector#fromSystemProperties()}: with {@code idem.crash.point=AFTER_COMMIT} it halts
  * the JVM after Idem's commit, inside the listener method, so before the container acknowledges.
  * It prints {@code IDEM-OUTCOME <outcome> <key>} for each message Idem settled.
  *
- * <p>System properties: {@code test.broker} ({@code kafka} or {@code rabbitmq}), {@code
+ * <p>System properties: {@code test.broker} ({@code kafka}, {@code rabbitmq}, {@code jms}, {@code
+ * sqs}), {@code test.artemis.url} (JMS), {@code
  * test.source} (topic or queue), {@code test.handler-delay} (a pause in the handler, ms, to leave
  * a SIGKILL time to land mid-stream; default 0), Spring Boot's {@code spring.datasource.*},
  * {@code spring.kafka.*}, {@code spring.rabbitmq.*}, and {@code idem.crash.*}.
@@ -43,7 +45,9 @@ public final class SpringCrashChild {
     Class<?> app = switch (System.getProperty("test.broker", "")) {
       case "kafka" -> KafkaApp.class;
       case "rabbitmq" -> RabbitApp.class;
-      default -> throw new IllegalArgumentException("test.broker must be kafka or rabbitmq");
+      case "jms" -> JmsApp.class;
+      case "sqs" -> SqsApp.class;
+      default -> throw new IllegalArgumentException("test.broker must be kafka, rabbitmq, jms or sqs");
     };
     SpringApplication application = new SpringApplication(app);
     application.setBannerMode(Banner.Mode.OFF);
@@ -61,7 +65,25 @@ public final class SpringCrashChild {
   @Import({Effects.class, RabbitEffects.class})
   static class RabbitApp {}
 
-  /** The business write and the crash injector, shared by both applications. */
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @Import({Effects.class, JmsEffects.class})
+  static class JmsApp {
+    /** The parent's embedded Artemis, over TCP. */
+    @Bean
+    jakarta.jms.ConnectionFactory connectionFactory(@Value("${test.artemis.url}") String url,
+        @Value("${test.artemis.user:}") String user, @Value("${test.artemis.password:}") String password) {
+      return new org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory(url,
+          user.isEmpty() ? null : user, password.isEmpty() ? null : password);
+    }
+  }
+
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @Import({Effects.class, SqsEffects.class})
+  static class SqsApp {}
+
+  /** The business write and the crash injector, shared by the applications. */
   static class Effects {
     @Autowired JdbcTemplate jdbc;
     @Value("${test.handler-delay:0}") long delayMillis;
@@ -103,6 +125,29 @@ public final class SpringCrashChild {
     @Idempotent(consumerGroup = "crash")
     public void onEvent(Message message) {
       effects.apply(new String(message.getBody(), StandardCharsets.UTF_8));
+    }
+  }
+
+  /** Spring Boot's transacted JMS listener container; the converted body, as Spring users write it. */
+  static class JmsEffects {
+    @Autowired Effects effects;
+
+    @org.springframework.jms.annotation.JmsListener(destination = "${test.source}")
+    @Idempotent(consumerGroup = "crash")
+    public void onEvent(@org.springframework.messaging.handler.annotation.Payload String body) {
+      effects.apply(body);
+    }
+  }
+
+  /** Spring Cloud AWS's container (ON_SUCCESS); a failed or unsettled message is back after 3 s. */
+  static class SqsEffects {
+    @Autowired Effects effects;
+
+    @io.awspring.cloud.sqs.annotation.SqsListener(value = "${test.source}", messageVisibilitySeconds = "3",
+        pollTimeoutSeconds = "1")
+    @Idempotent(consumerGroup = "crash")
+    public void onEvent(@org.springframework.messaging.handler.annotation.Payload String body) {
+      effects.apply(body);
     }
   }
 

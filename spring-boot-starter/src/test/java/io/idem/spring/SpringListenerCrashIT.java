@@ -7,7 +7,9 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.AMQP;
 import com.zaxxer.hikari.HikariDataSource;
+import io.idem.fixtures.ArtemisFixture;
 import io.idem.fixtures.ChildJvm;
+import io.idem.fixtures.SqsFixture;
 import io.idem.fixtures.KafkaFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.fixtures.RabbitFixture;
@@ -120,6 +122,136 @@ class SpringListenerCrashIT {
     }
   }
 
+  @Test
+  void jmsListenerHaltedAfterIdemsCommitBeforeTheSessionCommit() {
+    String queue = jmsQueueWithEvents();
+    String crashedKey = haltAt(CrashPoint.AFTER_COMMIT, "jms", queue);
+    // the session did not commit: Artemis has the crashed event back, unacknowledged
+    await("the crashed event back on the queue").atMost(WAIT).until(() -> jmsQueueHolds(queue, crashedKey));
+    recoverEvery("jms", queue, crashedKey, true, () -> assertThat(ArtemisFixture.shared().messageCount(queue)).isZero());
+  }
+
+  @Test
+  void jmsListenerHaltedMidHandler() {
+    String queue = jmsQueueWithEvents();
+    String crashedKey = haltAt(CrashPoint.AFTER_HANDLER, "jms", queue);
+    recoverEvery("jms", queue, crashedKey, false, () -> assertThat(ArtemisFixture.shared().messageCount(queue)).isZero());
+  }
+
+  @Test
+  void sqsListenerHaltedAfterIdemsCommitBeforeTheDelete() {
+    String queueUrl = sqsQueueWithEvents();
+    String crashedKey = haltAt(CrashPoint.AFTER_COMMIT, "sqs", sqsName(queueUrl));
+    recoverEvery("sqs", sqsName(queueUrl), crashedKey, true, () -> assertThat(sqsMessages(queueUrl)).isZero());
+  }
+
+  @Test
+  void sqsListenerHaltedMidHandler() {
+    String queueUrl = sqsQueueWithEvents();
+    String crashedKey = haltAt(CrashPoint.AFTER_HANDLER, "sqs", sqsName(queueUrl));
+    recoverEvery("sqs", sqsName(queueUrl), crashedKey, false, () -> assertThat(sqsMessages(queueUrl)).isZero());
+  }
+
+  /**
+   * Runs the application until it halts at {@code point} of the {@value #CRASH_AFTER}th event it
+   * reaches there (several run at once on SQS): after Idem's commit its row is there, mid-handler
+   * (the handler wrote, nothing committed) it is not.
+   *
+   * @return the crashed event's key
+   */
+  private String haltAt(CrashPoint point, String broker, String source) {
+    String crashedKey;
+    try (ChildJvm victim = child("victim", broker, source, point, 0)) {
+      crashedKey = plannedCrash(victim, point);
+    }
+    assertThat(count(crashedKey)).as("rows of the crashed event").isEqualTo(point == CrashPoint.AFTER_COMMIT ? 1 : 0);
+    assertThat(doubled()).isZero();
+    return crashedKey;
+  }
+
+  /**
+   * Restarts the application without a crash point until every event is applied and the broker
+   * holds none: every row exactly once; the crashed event skipped as a duplicate when it had
+   * committed, applied by the survivor when it had not; nothing retried or dead-lettered.
+   */
+  private void recoverEvery(String broker, String source, String crashedKey, boolean committed,
+      ThrowingRunnable drained) {
+    try (ChildJvm survivor = child("survivor", broker, source, null, 0)) {
+      await("every event applied and settled").atMost(WAIT).untilAsserted(() -> {
+        assertThat(survivor.isAlive()).as("survivor alive").isTrue();
+        assertThat(distinct()).isEqualTo(EVENTS);
+        drained.run();
+      });
+      assertThat(total()).isEqualTo(EVENTS);
+      assertThat(doubled()).isZero();
+      List<String> outcomes = survivor.lines().stream().filter(l -> l.startsWith("IDEM-OUTCOME ")).toList();
+      assertThat(outcomes).allMatch(l -> l.startsWith("IDEM-OUTCOME PROCESSED ") || l.startsWith("IDEM-OUTCOME DUPLICATE "));
+      assertThat(outcomes).contains((committed ? "IDEM-OUTCOME DUPLICATE " : "IDEM-OUTCOME PROCESSED ") + crashedKey);
+    }
+  }
+
+  private String jmsQueueWithEvents() {
+    String queue = "spring-crash-" + UUID.randomUUID();
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    artemis.createQueue(queue);
+    cleanup.add(() -> artemis.deleteQueue(queue));
+    try (jakarta.jms.JMSContext context = artemis.connectionFactory().createContext()) {
+      jakarta.jms.JMSProducer producer = context.createProducer();
+      for (int i = 0; i < EVENTS; i++) {
+        producer.setProperty("idempotency_key", key(i)).send(context.createQueue(queue), key(i));
+      }
+    }
+    return queue;
+  }
+
+  /** Whether a browser sees {@code key}'s message on {@code queue}. */
+  private static boolean jmsQueueHolds(String queue, String key) {
+    try (jakarta.jms.JMSContext context = ArtemisFixture.shared().connectionFactory().createContext();
+        jakarta.jms.QueueBrowser browser = context.createBrowser(context.createQueue(queue))) {
+      java.util.Enumeration<?> messages = browser.getEnumeration();
+      while (messages.hasMoreElements()) {
+        if (key.equals(((jakarta.jms.Message) messages.nextElement()).getBody(String.class))) {
+          return true;
+        }
+      }
+      return false;
+    } catch (jakarta.jms.JMSException e) {
+      throw new AssertionError("could not browse " + queue, e);
+    }
+  }
+
+  private String sqsQueueWithEvents() {
+    SqsFixture sqs = SqsFixture.shared();
+    software.amazon.awssdk.services.sqs.SqsClient client = sqs.newClient();
+    String url = sqs.createQueue(client, "spring-crash-" + UUID.randomUUID(), Map.of());
+    cleanup.add(() -> {
+      sqs.deleteQueue(client, url);
+      client.close();
+    });
+    for (int i = 0; i < EVENTS; i++) {
+      String key = key(i);
+      client.sendMessage(r -> r.queueUrl(url).messageBody(key).messageAttributes(Map.of("idempotency-key",
+          software.amazon.awssdk.services.sqs.model.MessageAttributeValue.builder().dataType("String").stringValue(key).build())));
+    }
+    return url;
+  }
+
+  private static String sqsName(String queueUrl) {
+    return queueUrl.substring(queueUrl.lastIndexOf('/') + 1);
+  }
+
+  /** Messages on the queue, visible or in flight. */
+  private static long sqsMessages(String queueUrl) {
+    try (software.amazon.awssdk.services.sqs.SqsClient client = SqsFixture.shared().newClient()) {
+      Map<software.amazon.awssdk.services.sqs.model.QueueAttributeName, String> attributes = client.getQueueAttributes(r -> r
+          .queueUrl(queueUrl).attributeNames(
+              software.amazon.awssdk.services.sqs.model.QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES,
+              software.amazon.awssdk.services.sqs.model.QueueAttributeName.APPROXIMATE_NUMBER_OF_MESSAGES_NOT_VISIBLE))
+          .attributes();
+      return attributes.values().stream().mapToLong(Long::parseLong).sum();
+    }
+  }
+
   /**
    * Restarts the application without a crash point and waits until every event is applied and
    * the broker settled them all: then every event's row is there exactly once, and the restarted
@@ -153,7 +285,7 @@ class SpringListenerCrashIT {
   private String haltAfterIdemsCommit(String broker, String source) {
     String crashedKey;
     try (ChildJvm victim = child("victim", broker, source, CrashPoint.AFTER_COMMIT, 0)) {
-      crashedKey = plannedCrash(victim);
+      crashedKey = plannedCrash(victim, CrashPoint.AFTER_COMMIT);
     }
     assertThat(crashedKey).isEqualTo(key(CRASH_AFTER));
     assertThat(count(crashedKey)).isEqualTo(1);
@@ -161,10 +293,10 @@ class SpringListenerCrashIT {
     return crashedKey;
   }
 
-  private static String plannedCrash(ChildJvm victim) {
+  private static String plannedCrash(ChildJvm victim, CrashPoint point) {
     int status = victim.waitFor(WAIT);
     assertThat(status).as("exit status; output: %s", victim.lines()).isEqualTo(CrashInjector.EXIT_STATUS);
-    String prefix = "IDEM-CRASH " + CrashPoint.AFTER_COMMIT + " ";
+    String prefix = "IDEM-CRASH " + point + " ";
     return victim.lines().stream().filter(l -> l.startsWith(prefix)).findFirst()
         .map(l -> l.substring(prefix.length()).trim())
         .orElseThrow(() -> new AssertionError("no IDEM-CRASH line: " + victim.lines()));
@@ -224,6 +356,21 @@ class SpringListenerCrashIT {
         "-Dspring.kafka.consumer.properties[session.timeout.ms]=6000",
         "-Dspring.kafka.consumer.properties[heartbeat.interval.ms]=500"));
     DropInTestSupport.rabbitProperties().forEach((k, v) -> jvmArgs.add("-D" + k + "=" + v));
+    if (broker.equals("jms")) {
+      ArtemisFixture artemis = ArtemisFixture.shared();
+      jvmArgs.add("-Dtest.artemis.url=" + artemis.url());
+      jvmArgs.add("-Dtest.artemis.user=" + (artemis.user() == null ? "" : artemis.user()));
+      jvmArgs.add("-Dtest.artemis.password=" + (artemis.password() == null ? "" : artemis.password()));
+    }
+    if (broker.equals("sqs")) {
+      SqsFixture sqs = SqsFixture.shared();
+      jvmArgs.addAll(List.of("-Dspring.cloud.aws.sqs.enabled=true",
+          "-Dspring.cloud.aws.sqs.endpoint=" + sqs.endpoint(),
+          "-Dspring.cloud.aws.region.static=" + sqs.region(),
+          "-Dspring.cloud.aws.credentials.access-key=idem",
+          "-Dspring.cloud.aws.credentials.secret-key=idem",
+          "-Dlogging.level.io.awspring.cloud.sqs=ERROR"));
+    }
     if (point != null) {
       jvmArgs.add("-Didem.crash.point=" + point.name());
       jvmArgs.add("-Didem.crash.after=" + CRASH_AFTER);
