@@ -214,6 +214,18 @@ public abstract class BrokerAdapterCompatibilityKit {
         .untilAsserted(() -> assertThat(effects.count(key)).isEqualTo(count));
   }
 
+  /**
+   * Waits for {@code count} outcomes of a kind for a key, then asserts there are exactly that many.
+   * An adapter reports an outcome after the transaction commits, so an effect can be visible to the
+   * test a moment before its outcome is: an outcome is awaited, never read right after an effect.
+   */
+  private void awaitOutcomes(String key, ProcessingOutcome outcome, long count) {
+    await(outcome + " outcomes of " + key)
+        .atMost(timeout())
+        .until(() -> outcomes.count(key, outcome) >= count);
+    assertThat(outcomes.count(key, outcome)).as(outcome + " outcomes of " + key).isEqualTo(count);
+  }
+
   private List<DeadLetteredMessage> awaitDeadLetters(int count) {
     await("dead letters on " + broker.destination())
         .atMost(timeout())
@@ -297,8 +309,8 @@ public abstract class BrokerAdapterCompatibilityKit {
 
       awaitEffects("flaky-1", 1);
       assertThat(seenBeforeRetry).first().isEqualTo("marker=false,effects=0");
-      assertThat(outcomes.count("flaky-1", ProcessingOutcome.RETRY)).isEqualTo(1);
-      assertThat(outcomes.count("flaky-1", ProcessingOutcome.PROCESSED)).isEqualTo(1);
+      awaitOutcomes("flaky-1", ProcessingOutcome.RETRY, 1);
+      awaitOutcomes("flaky-1", ProcessingOutcome.PROCESSED, 1);
       closeConsumersAndAwaitSettled();
       assertThat(effects.count("flaky-1")).isEqualTo(1);
       assertThat(broker.deadLetters()).isEmpty();
@@ -361,7 +373,7 @@ public abstract class BrokerAdapterCompatibilityKit {
       List<DeadLetteredMessage> dead = awaitDeadLetters(1);
       assertThat(dead.get(0).cause()).isEqualTo(DeadLetterCause.CONFLICT.name());
       assertThat(effects.count("conflict-1")).isEqualTo(1);
-      assertThat(outcomes.count("conflict-1", ProcessingOutcome.CONFLICT)).isEqualTo(1);
+      awaitOutcomes("conflict-1", ProcessingOutcome.CONFLICT, 1);
       closeConsumersAndAwaitSettled();
     }
   }
@@ -383,8 +395,8 @@ public abstract class BrokerAdapterCompatibilityKit {
 
       awaitEffects("commit-1", 1);
       assertThat(calls.get()).as("handler runs: the rolled back one and the redelivery").isEqualTo(2);
-      assertThat(outcomes.count("commit-1", ProcessingOutcome.RETRY)).isEqualTo(1);
-      assertThat(outcomes.count("commit-1", ProcessingOutcome.PROCESSED)).isEqualTo(1);
+      awaitOutcomes("commit-1", ProcessingOutcome.RETRY, 1);
+      awaitOutcomes("commit-1", ProcessingOutcome.PROCESSED, 1);
       closeConsumersAndAwaitSettled();
       assertThat(effects.count("commit-1")).isEqualTo(1);
       assertThat(broker.deadLetters()).isEmpty();
@@ -408,7 +420,7 @@ public abstract class BrokerAdapterCompatibilityKit {
 
       awaitEffects("outage-1", 1);
       assertThat(switchableStore().refusedTransactions()).as("the outage took place").isEqualTo(attempts + 1);
-      assertThat(outcomes.count("outage-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE)).isEqualTo(attempts + 1);
+      awaitOutcomes("outage-1", ProcessingOutcome.RETRY_STORE_UNAVAILABLE, attempts + 1);
       assertThat(calls.get()).isEqualTo(attempts);
       closeConsumersAndAwaitSettled();
       assertThat(broker.deadLetters()).isEmpty();
