@@ -34,8 +34,10 @@ import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
  * dlqRetention + sourceRetention} ({@link #horizonOf}); without one, {@code sourceRetention}. A
  * second redrive of the same message (moved to the DLQ again, redriven again) is a replay you
  * start yourself, like a Kafka offset reset (docs/STORE.md). When you never redrive into this
- * queue, or the idempotency key is the SQS message ID (a redriven message has a new ID, so no
- * marker matches it anyway), take {@link #withoutRedrive()}.
+ * queue, or the idempotency key is the SQS message ID ({@code
+ * IdempotencyKeyExtractor.brokerMessageId()}: a redriven message has a new ID, so no marker
+ * matches it whatever the window), take {@link #withoutRedrive()}. The default keys (a
+ * producer-set header, a CloudEvents id) survive a redrive.
  *
  * <p>A server that does not answer {@code MessageRetentionPeriod} (for the queue or its DLQ) does
  * not expire messages (ElasticMQ): the horizon is unbounded, so a retention job needs {@code
