@@ -28,8 +28,9 @@ import org.jspecify.annotations.Nullable;
  *       (Idem's default) replays the whole log;
  *   <li>a record stays in the log longer than {@code retention.ms}: the broker deletes whole
  *       segments only, a segment only once its newest record is older than {@code retention.ms},
- *       the active segment is rolled (closed) at the latest {@code segment.ms} after its first
- *       record, and the deletion runs every {@code log.retention.check.interval.ms} (a broker
+ *       the records of one segment span up to {@code segment.ms} (an append rolls a new segment
+ *       once the active one's first record is that old), and the deletion runs every {@code
+ *       log.retention.check.interval.ms} (a broker
  *       setting). So the first record of a segment can be read until {@code segment.ms +
  *       retention.ms + log.retention.check.interval.ms} after it was appended, and that sum is the
  *       horizon: with Kafka's defaults 7 days + 7 days + 5 minutes ({@link #horizonOf});
