@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * The thread that owns the {@code KafkaConsumer} (which is not thread-safe): polls, runs each
  * partition's records through the pipeline in partition order ({@link PartitionRunner}: one by
  * one, or in runs of up to {@link KafkaConsumerConfig#maxBatchSize()} per transaction), commits
- * settled offsets (at most every {@link KafkaConsumerConfig#commitInterval()}, 100 ms by default; zero: after each poll), pauses partitions for
+ * settled offsets (once {@link KafkaConsumerConfig#commitInterval()}, 100 ms by default, has passed
+ * since the last commit: checked after each record or batch settled, after each poll, and the poll
+ * waits no longer than the next commit is due; zero: after each poll), pauses partitions for
  * retry backoffs, and commits on revocation and on close. Every consumer call happens on this
  * thread except {@link Consumer#wakeup()}, which Kafka documents as safe from any thread.
  */
@@ -68,6 +70,15 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     @Override
     public void commitSettled() {
       ConsumerLoop.this.commitSettled("retry");
+    }
+
+    @Override
+    public void settledSome() {
+      // checked after each record (or batch), not once per poll: the lag from a record's database
+      // commit to its offset commit is bounded by the interval plus one record's (batch's) time
+      if (!config.commitInterval().isZero() && commitDue()) { // zero: after each poll, as documented
+        ConsumerLoop.this.commitSettled("interval");
+      }
     }
   };
 
@@ -155,7 +166,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
           });
         }
         heldForRetry = progress.pausedCount();
-        if (System.nanoTime() - lastCommitNanos >= config.commitInterval().toNanos()) {
+        if (commitDue()) {
           commitSettled("batch");
         }
       }
@@ -257,10 +268,19 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     }
   }
 
+  /** Whether the commit interval has passed since the last commit. */
+  private boolean commitDue() {
+    return System.nanoTime() - lastCommitNanos >= config.commitInterval().toNanos();
+  }
+
   private Duration nextPollTimeout() {
     long max = config.pollTimeout().toNanos();
     if (workers != null && workers.anyBusy()) {
       max = Math.min(max, WORKER_CHECK_INTERVAL.toNanos()); // collect finished runs soon
+    }
+    if (!config.commitInterval().isZero() && progress.anyToCommit(owned)) {
+      // settled offsets wait for their commit at most the interval, not a whole idle poll
+      max = Math.min(max, Math.max(0, lastCommitNanos + config.commitInterval().toNanos() - System.nanoTime()));
     }
     long untilResume = progress.nanosUntilNextResume(System.nanoTime()).orElse(max);
     return Duration.ofNanos(Math.min(max, untilResume));

@@ -57,8 +57,9 @@ public final class KafkaConsumerConfig {
    * Default {@link #commitInterval()}: 100 ms. Chosen from measurements (BENCHMARKS.md, "Measured
    * on an idle machine: runs and the 100 ms commit interval"): the per-message consumer ran 19 %
    * faster (median events/s) than with a {@code commitSync} after every poll of 100 records, on a
-   * local broker; a crash then redelivers at most 100 ms more of records, which the store skips as
-   * duplicates.
+   * local broker; a crash then redelivers at most the records settled in 100 ms plus one record's
+   * (one batch's) time and a {@code commitSync} ({@link #commitInterval()}), which the store skips
+   * as duplicates.
    */
   public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ofMillis(100);
 
@@ -221,13 +222,18 @@ public final class KafkaConsumerConfig {
   }
 
   /**
-   * Least time between two offset commits while records flow (default {@link
-   * #DEFAULT_COMMIT_INTERVAL}, 100 ms): checked after each poll, so with records flowing the
-   * settled offsets are committed after the first poll at least this long after the last commit,
-   * and when the stream goes idle after the next (empty) poll; zero commits after every polled
-   * batch. Offsets are also committed, whatever the interval, before a retry seeks back, when
-   * partitions are revoked, and on close. A longer interval means fewer commit requests and more
-   * duplicates (skipped by the store) after a crash.
+   * How long a settled record's offset may wait for its commit (default {@link
+   * #DEFAULT_COMMIT_INTERVAL}, 100 ms). The interval since the last commit is checked after each
+   * record (in batch mode: each batch) settled, after each poll, and a poll waits no longer than
+   * until the next commit is due while settled offsets wait; with {@link #concurrency()} above 1
+   * the polling thread checks it at least every 5 ms while workers run. So the time from a
+   * record's database commit to its offset commit is at most this interval plus the time of the
+   * record (the batch) settled after it on the same thread, plus the {@code commitSync} round trip
+   * — and a crash redelivers at most the records settled in that time (skipped by the store as
+   * duplicates), plus the record in hand. Zero commits after every polled batch instead (the lag is
+   * then one poll's records). Offsets are also committed, whatever the interval, before a retry
+   * seeks back, when partitions are revoked, and on close. A longer interval means fewer commit
+   * requests and more duplicates (skipped by the store) after a crash.
    */
   public Duration commitInterval() {
     return commitInterval;

@@ -25,22 +25,40 @@ import org.jspecify.annotations.Nullable;
  *       committed (a crash before the commit, a rebalance), after an offset reset, or when the
  *       group's committed offsets expired — a group without members longer than the broker's
  *       {@code offsets.retention.minutes} loses them, and with {@code auto.offset.reset=earliest}
- *       (Idem's default) replays the whole log. So the horizon is the topic's {@code
- *       retention.ms};
+ *       (Idem's default) replays the whole log;
+ *   <li>a record stays in the log longer than {@code retention.ms}: the broker deletes whole
+ *       segments only, a segment only once its newest record is older than {@code retention.ms},
+ *       the records of one segment span up to {@code segment.ms} (an append rolls a new segment
+ *       once the active one's first record is that old), and the deletion runs every {@code
+ *       log.retention.check.interval.ms} (a broker
+ *       setting). So the first record of a segment can be read until {@code segment.ms +
+ *       retention.ms + log.retention.check.interval.ms} after it was appended, and that sum is the
+ *       horizon: with Kafka's defaults 7 days + 7 days + 5 minutes ({@link #horizonOf});
  *   <li>unbounded when {@code retention.ms} is -1 or {@code cleanup.policy} includes {@code
  *       compact} (a compacted topic keeps the last record of each key forever): a replay can
  *       bring back a record of any age.
  * </ul>
  *
- * <p>{@code offsets.retention.minutes} (read from one broker) is reported in the basis, since it
- * says how long a stopped group keeps its place before such a replay. A replay the user starts
- * (a reset to an earlier offset, a new group) is not a horizon Kafka knows of: see docs/STORE.md.
+ * <p>{@code log.retention.check.interval.ms} is read from one broker; when no broker answers it
+ * (an Admin without the DescribeConfigs right on the cluster), Kafka's default {@value
+ * #DEFAULT_RETENTION_CHECK_INTERVAL_MS} ms is taken and the basis says so. {@code
+ * offsets.retention.minutes} (from the same broker) is reported in the basis, since it says how
+ * long a stopped group keeps its place before such a replay. A replay the user starts (a reset to
+ * an earlier offset, a new group) is not a horizon Kafka knows of: see docs/STORE.md. The records'
+ * timestamps are taken as the time they were appended ({@code CreateTime} set by a producer to a
+ * time in the future delays the deletion further; {@code message.timestamp.after.max.ms} bounds
+ * that on the broker).
  *
- * <p>Thread-safe; {@link #read()} makes two Admin round trips.
+ * <p>Thread-safe; {@link #read()} makes three Admin round trips.
  */
 public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
   /** Default time {@link #read()} waits for the broker: 30 seconds. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+  /** Kafka's default {@code log.retention.check.interval.ms}: 300000 (5 minutes). */
+  public static final long DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000L;
+  /** Kafka's default {@code retention.ms} and {@code segment.ms}: 604800000 (7 days). */
+  static final long KAFKA_DEFAULT_RETENTION_MS = 604_800_000L;
+  private static final String RETENTION_CHECK_INTERVAL = "log.retention.check.interval.ms";
 
   private final @Nullable Admin admin;
   private final @Nullable String bootstrapServers;
@@ -86,15 +104,23 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
       ConfigResource topicResource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
       Config config = client.describeConfigs(List.of(topicResource)).all()
           .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topicResource);
-      long retentionMs = Long.parseLong(value(config, TopicConfig.RETENTION_MS_CONFIG, "604800000"));
+      long retentionMs = Long.parseLong(value(config, TopicConfig.RETENTION_MS_CONFIG,
+          String.valueOf(KAFKA_DEFAULT_RETENTION_MS)));
+      long segmentMs = Long.parseLong(value(config, TopicConfig.SEGMENT_MS_CONFIG,
+          String.valueOf(KAFKA_DEFAULT_RETENTION_MS)));
       String cleanup = value(config, TopicConfig.CLEANUP_POLICY_CONFIG, "delete");
-      String offsets = offsetsRetention(client);
-      String basis = "retention.ms=" + retentionMs + ", cleanup.policy=" + cleanup
-          + ", offsets.retention.minutes=" + offsets;
+      Config brokerConfig = brokerConfig(client);
+      String offsets = brokerConfig == null ? "unknown" : value(brokerConfig, "offsets.retention.minutes", "unknown");
+      String checkValue = brokerConfig == null ? null : value(brokerConfig, RETENTION_CHECK_INTERVAL, null);
+      long checkMs = checkValue == null ? DEFAULT_RETENTION_CHECK_INTERVAL_MS : Long.parseLong(checkValue);
+      String basis = "retention.ms=" + retentionMs + ", segment.ms=" + segmentMs + ", "
+          + RETENTION_CHECK_INTERVAL + "=" + checkMs + (checkValue == null ? " (not readable: Kafka's default)" : "")
+          + ", cleanup.policy=" + cleanup + ", offsets.retention.minutes=" + offsets;
       if (retentionMs < 0 || cleanup.contains(TopicConfig.CLEANUP_POLICY_COMPACT)) {
         return Horizon.unbounded(source, basis);
       }
-      return Horizon.bounded(source, Duration.ofMillis(retentionMs), basis);
+      return Horizon.bounded(source, horizonOf(retentionMs, segmentMs, checkMs),
+          basis + "; horizon = retention.ms + segment.ms + " + RETENTION_CHECK_INTERVAL);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while reading the configuration of " + source, e);
@@ -104,18 +130,43 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
     }
   }
 
-  /** The broker's {@code offsets.retention.minutes}, or "unknown" when no broker would say. */
-  private String offsetsRetention(Admin client) throws InterruptedException, ExecutionException, TimeoutException {
-    for (Node node : client.describeCluster().nodes().get(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-      ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
-      Config config = client.describeConfigs(List.of(broker)).all()
-          .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(broker);
-      return value(config, "offsets.retention.minutes", "unknown");
+  /**
+   * The longest a record of a topic with finite {@code retentionMs} stays readable: a segment is
+   * deleted once its newest record is older than {@code retention.ms}, the active segment's
+   * first record waits up to {@code segment.ms} for the segment to roll, and the deletion runs
+   * every {@code log.retention.check.interval.ms}.
+   *
+   * @param retentionMs the topic's {@code retention.ms}, not negative
+   * @param segmentMs the topic's {@code segment.ms}, not negative
+   * @param checkIntervalMs the broker's {@code log.retention.check.interval.ms}, not negative
+   */
+  public static Duration horizonOf(long retentionMs, long segmentMs, long checkIntervalMs) {
+    if (retentionMs < 0 || segmentMs < 0 || checkIntervalMs < 0) {
+      throw new IllegalArgumentException("retention.ms, segment.ms and log.retention.check.interval.ms must not"
+          + " be negative, but were " + retentionMs + ", " + segmentMs + ", " + checkIntervalMs);
     }
-    return "unknown";
+    return Duration.ofMillis(Math.addExact(Math.addExact(retentionMs, segmentMs), checkIntervalMs));
   }
 
-  private static String value(Config config, String name, String fallback) {
+  /**
+   * The configuration of one broker (its {@code offsets.retention.minutes} and {@code
+   * log.retention.check.interval.ms}), or null when none would say (no DescribeConfigs right on
+   * the cluster, no broker listed).
+   */
+  private @Nullable Config brokerConfig(Admin client) throws InterruptedException, TimeoutException {
+    try {
+      for (Node node : client.describeCluster().nodes().get(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
+        return client.describeConfigs(List.of(broker)).all()
+            .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(broker);
+      }
+    } catch (ExecutionException e) {
+      // e.g. ClusterAuthorizationException: the horizon falls back to Kafka's default check interval
+    }
+    return null;
+  }
+
+  private static @Nullable String value(Config config, String name, @Nullable String fallback) {
     ConfigEntry entry = config.get(name);
     return entry == null || entry.value() == null ? fallback : entry.value();
   }

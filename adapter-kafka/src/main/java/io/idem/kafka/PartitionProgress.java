@@ -89,6 +89,17 @@ final class PartitionProgress {
     return out;
   }
 
+  /** Whether {@link #toCommit} of {@code owned} would return anything. */
+  synchronized boolean anyToCommit(Collection<TopicPartition> owned) {
+    for (TopicPartition partition : owned) {
+      OffsetAndMetadata next = settled.get(partition);
+      if (next != null && next.offset() > committed.getOrDefault(partition, -1L)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** {@code offsets} were committed. */
   synchronized void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
     offsets.forEach((partition, offset) -> committed.merge(partition, offset.offset(), Math::max));

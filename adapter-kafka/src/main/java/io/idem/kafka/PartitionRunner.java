@@ -66,6 +66,13 @@ final class PartitionRunner {
 
     /** Commit what is settled before a retry is sought back to (fewer redeliveries after a crash). */
     void commitSettled();
+
+    /**
+     * A record, or a batch of records, was settled and the run goes on: commit what is settled if
+     * the commit interval has passed, so that an offset waits at most the interval plus one
+     * record's (one batch's) time for its commit, not the rest of the poll's records.
+     */
+    void settledSome();
   }
 
   private final DeadLetterPublisher deadLetters;
@@ -126,6 +133,9 @@ final class PartitionRunner {
           return ending; // retried or unsettled: the partition was sought back; later records come again
         }
         from = to;
+        if (from < records.size()) {
+          actions.settledSome(); // the run's last settlement is the caller's to commit
+        }
       }
       return Ending.SETTLED;
     }

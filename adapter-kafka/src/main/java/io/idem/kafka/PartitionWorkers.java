@@ -71,6 +71,12 @@ final class PartitionWorkers {
       commit = true;
     }
 
+    @Override
+    public void settledSome() {
+      // the polling thread commits on its own: it polls at most WORKER_CHECK_INTERVAL apart while
+      // runs are in flight and checks the commit interval after each poll
+    }
+
     PartitionRunner.@Nullable Ending ending() {
       return ending;
     }

@@ -23,8 +23,10 @@ import org.apache.ibatis.session.SqlSession;
  * <p>System properties: {@code idem.test.bootstrap}, {@code idem.test.topic},
  * {@code idem.test.group}, {@code idem.test.jdbc-url}, {@code idem.test.jdbc-user},
  * {@code idem.test.jdbc-password}, {@code idem.test.schema}, optionally {@code idem.test.batch}
- * (the consumer's {@code maxBatchSize}, default 1) and {@code idem.test.concurrency} (its
- * {@code concurrency}, default 1).
+ * (the consumer's {@code maxBatchSize}, default 1), {@code idem.test.concurrency} (its
+ * {@code concurrency}, default 1), {@code idem.test.commit-interval-ms} (default 0: after every
+ * poll), {@code idem.test.max-poll-records} (default 50) and {@code idem.test.handler-sleep-ms}
+ * (how long the handler sleeps before its write, default 0).
  */
 public final class KafkaCrashChild {
   private KafkaCrashChild() {}
@@ -45,18 +47,18 @@ public final class KafkaCrashChild {
     CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup(required("idem.test.group"))
-        .handler(KafkaITSupport.recording())
+        .handler(handler(Long.getLong("idem.test.handler-sleep-ms", 0)))
         .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofMillis(100)).build())
         .listener(crashes)
         .build();
     KafkaConsumerConfig config = KafkaConsumerConfig
         .builder(required("idem.test.bootstrap"), required("idem.test.topic"))
-        .maxPollRecords(50)
+        .maxPollRecords(Integer.getInteger("idem.test.max-poll-records", 50))
         .maxBatchSize(Integer.getInteger("idem.test.batch", 1))
         .concurrency(Integer.getInteger("idem.test.concurrency", 1))
         // offsets committed after every poll (not the default 100 ms): DURING_ACK crashes in the
         // first commitSync, which must come while records are still left to process
-        .commitInterval(Duration.ZERO)
+        .commitInterval(Duration.ofMillis(Long.getLong("idem.test.commit-interval-ms", 0)))
         // the crashed member stays in the group until its session times out (default 45 s);
         // 6 s is the broker's default minimum
         .consumerProperty("session.timeout.ms", 6000)
@@ -81,6 +83,14 @@ public final class KafkaCrashChild {
     consumer.start();
     System.out.println("CHILD-STARTED");
     Thread.currentThread().join(); // until killed or halted
+  }
+
+  private static io.idem.MessageHandler<SqlSession> handler(long sleepMillis) {
+    io.idem.MessageHandler<SqlSession> recording = KafkaITSupport.recording();
+    return sleepMillis == 0 ? recording : (message, session) -> {
+      Thread.sleep(sleepMillis);
+      recording.handle(message, session);
+    };
   }
 
   private static String required(String name) {

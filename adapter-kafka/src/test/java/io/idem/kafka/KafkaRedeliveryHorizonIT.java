@@ -41,21 +41,81 @@ class KafkaRedeliveryHorizonIT {
     return topic;
   }
 
+  /**
+   * Issue 23, case 4: a record lives up to retention.ms + segment.ms + the broker's
+   * log.retention.check.interval.ms (a segment is deleted only once its newest record is older than
+   * retention.ms, the active segment rolls at segment.ms, the deletion runs every check interval),
+   * so a window equal to retention.ms alone — accepted before — is refused, and so is one equal to
+   * the whole horizon.
+   */
   @Test
-  void aTopicsRetentionIsItsHorizonAndAShorterWindowIsRefused() {
+  void theHorizonIsRetentionPlusSegmentPlusTheCheckIntervalAndTheWindowMustBeLonger() {
+    String topic = topic(Map.of("retention.ms", "20000"));
+    KafkaRedeliveryHorizon horizon = KafkaRedeliveryHorizon.of(KafkaTestClients.admin(), topic);
+
+    Horizon read = horizon.read();
+    long checkMs = checkIntervalMs(read);
+    Duration expected = Duration.ofMillis(20_000 + Duration.ofDays(7).toMillis() + checkMs);
+    assertThat(read.bound()).isEqualTo(expected);
+    assertThat(read.basis()).contains("retention.ms=20000").contains("segment.ms=604800000")
+        .doesNotContain("not readable") // read from the broker, not the fallback
+        .contains("offsets.retention.minutes=");
+    for (Duration window : List.of(Duration.ofSeconds(20), expected)) {
+      assertThatThrownBy(() -> RetentionJob.builder(store).retention(window).redeliveryHorizon(horizon).build())
+          .as("window %s", window)
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("retention window " + window + " is not longer than the redelivery horizon "
+              + expected + " of kafka topic " + topic)
+          .hasMessageContaining("segment.ms=604800000");
+    }
+    assertThat(RetentionJob.builder(store).retention(expected.plusMillis(1)).redeliveryHorizon(horizon).build()
+        .horizons()).containsExactly(read);
+  }
+
+  @Test
+  void aShortSegmentMsShortensTheHorizon() {
+    String topic = topic(Map.of("retention.ms", "20000", "segment.ms", "10000"));
+    Horizon read = KafkaRedeliveryHorizon.of(KafkaTestClients.bootstrap(), topic).read();
+    assertThat(read.bound()).isEqualTo(Duration.ofMillis(30_000 + checkIntervalMs(read)));
+  }
+
+  /** Kafka's default topic settings (7-day retention.ms and segment.ms) pass the default window. */
+  @Test
+  void theDefaultWindowPassesAgainstKafkasDefaultTopicSettings() {
+    String topic = topic(Map.of());
+    KafkaRedeliveryHorizon horizon = KafkaRedeliveryHorizon.of(KafkaTestClients.admin(), topic);
+    Horizon read = horizon.read();
+    assertThat(read.basis()).contains("retention.ms=604800000").contains("segment.ms=604800000");
+    assertThat(read.bound()).isEqualTo(Duration.ofDays(14).plusMillis(checkIntervalMs(read)));
+
+    RetentionJob job = RetentionJob.builder(store).redeliveryHorizon(horizon).build();
+    assertThat(job.retention()).isEqualTo(RetentionJob.DEFAULT_RETENTION).isGreaterThan(read.bound());
+  }
+
+  @Test
+  void aTopicsRetentionIsInItsHorizonAndAShorterWindowIsRefused() {
     String topic = topic(Map.of("retention.ms", String.valueOf(Duration.ofDays(10).toMillis())));
     KafkaRedeliveryHorizon horizon = KafkaRedeliveryHorizon.of(KafkaTestClients.admin(), topic);
 
     Horizon read = horizon.read();
-    assertThat(read.bound()).isEqualTo(Duration.ofDays(10));
-    assertThat(read.basis()).contains("retention.ms=864000000").contains("offsets.retention.minutes=");
+    Duration expected = Duration.ofDays(17).plusMillis(checkIntervalMs(read));
+    assertThat(read.bound()).isEqualTo(expected);
+    assertThat(read.basis()).contains("retention.ms=864000000");
     assertThatThrownBy(() -> RetentionJob.builder(store).redeliveryHorizon(horizon).build())
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("retention window PT168H is shorter than the redelivery horizon PT240H"
+        .hasMessageContaining("retention window PT360H is not longer than the redelivery horizon " + expected
             + " of kafka topic " + topic)
-        .hasMessageContaining("retention(PT240H)");
-    assertThat(RetentionJob.builder(store).retention(Duration.ofDays(10)).redeliveryHorizon(horizon).build()
+        .hasMessageContaining("retention(PT432H)");
+    assertThat(RetentionJob.builder(store).retention(Duration.ofDays(18)).redeliveryHorizon(horizon).build()
         .horizons()).containsExactly(read);
+  }
+
+  /** The broker's log.retention.check.interval.ms as the basis reports it (read from the broker, or Kafka's default). */
+  private static long checkIntervalMs(Horizon read) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("log\\.retention\\.check\\.interval\\.ms=(\\d+)")
+        .matcher(read.basis());
+    assertThat(m.find()).as(read.basis()).isTrue();
+    return Long.parseLong(m.group(1));
   }
 
   @Test

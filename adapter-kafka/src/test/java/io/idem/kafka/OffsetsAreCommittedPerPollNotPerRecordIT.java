@@ -15,8 +15,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Offsets are committed once per poll ({@code commitInterval} zero) or less often (the default
- * 100 ms), never once per record: a real {@code KafkaConsumer} whose commits are counted works through records already on
+ * Offsets are committed once per poll ({@code commitInterval} zero) or at most once per interval
+ * (the default 100 ms, checked after each record), never once per record: a real {@code KafkaConsumer} whose commits are counted works through records already on
  * the topic, a poll's worth at a time, in per-message and in batch mode.
  */
 class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
@@ -30,6 +30,7 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
       publish(0, "c-" + i, "{}");
     }
     List<Map<TopicPartition, OffsetAndMetadata>> commits = new CopyOnWriteArrayList<>();
+    List<Long> commitStarts = new CopyOnWriteArrayList<>();
     KafkaConsumerConfig config = KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)
         .maxPollRecords(MAX_POLL_RECORDS)
         .maxBatchSize(maxBatchSize)
@@ -40,12 +41,14 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
         props -> new KafkaConsumer<byte[], byte[]>(props) {
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+            commitStarts.add(System.nanoTime());
             super.commitSync(offsets);
             commits.add(Map.copyOf(offsets));
           }
 
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
+            commitStarts.add(System.nanoTime());
             super.commitSync(offsets, timeout);
             commits.add(Map.copyOf(offsets));
           }
@@ -59,9 +62,19 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
       consumer.close();
     }
 
-    // one commit per poll (a poll returns up to MAX_POLL_RECORDS; 4 polls when every fetch is
-    // full), far from one per record (200), the last one covering all
-    assertThat(commits).isNotEmpty().hasSizeLessThanOrEqualTo(RECORDS / 10);
     assertThat(commits.get(commits.size() - 1).get(new TopicPartition(topic, 0)).offset()).isEqualTo(RECORDS);
+    if (commitIntervalMillis == 0) {
+      // one commit per poll (a poll returns up to MAX_POLL_RECORDS; 4 polls when every fetch is
+      // full), far from one per record (200)
+      assertThat(commits).isNotEmpty().hasSizeLessThanOrEqualTo(RECORDS / 10);
+    } else {
+      // with an interval, checked after each record: two commits are never closer than the interval
+      long interval = KafkaConsumerConfig.DEFAULT_COMMIT_INTERVAL.toNanos();
+      for (int i = 1; i < commitStarts.size(); i++) {
+        assertThat(commitStarts.get(i) - commitStarts.get(i - 1)).as("gap before commit %d, ns", i)
+            .isGreaterThanOrEqualTo(interval);
+      }
+      assertThat(commits).hasSizeLessThan(RECORDS);
+    }
   }
 }

@@ -119,4 +119,14 @@ class PartitionProgressTest {
     progress.forget(List.of(P1));
     assertThat(progress.nanosUntilNextResume(2_000)).isEmpty();
   }
+
+  @Test
+  void anyToCommitIsWhatToCommitWouldReturn() {
+    assertThat(progress.anyToCommit(List.of(P0, P1))).isFalse();
+    progress.settled(P0, 3, Optional.empty());
+    assertThat(progress.anyToCommit(List.of(P1))).isFalse(); // not an owned partition's
+    assertThat(progress.anyToCommit(List.of(P0, P1))).isTrue();
+    progress.committed(progress.toCommit(List.of(P0, P1)));
+    assertThat(progress.anyToCommit(List.of(P0, P1))).isFalse();
+  }
 }

@@ -20,6 +20,7 @@ class SqsRedeliveryHorizonIT {
   private final SqsClient client = SqsFixture.shared().newClient();
   private TestDatabase database;
   private String queueUrl;
+  private String dlqUrl;
 
   @BeforeEach
   void setUp() {
@@ -30,6 +31,9 @@ class SqsRedeliveryHorizonIT {
   void tearDown() {
     if (queueUrl != null) {
       SqsFixture.shared().deleteQueue(client, queueUrl);
+    }
+    if (dlqUrl != null) {
+      SqsFixture.shared().deleteQueue(client, dlqUrl);
     }
     database.close();
     client.close();
@@ -49,7 +53,7 @@ class SqsRedeliveryHorizonIT {
 
     if (SqsFixture.shared().isElasticMq()) {
       assertThat(read.bound()).isNull();
-      assertThat(read.basis()).contains("no MessageRetentionPeriod");
+      assertThat(read.basis()).contains("MessageRetentionPeriod=none, no RedrivePolicy");
       assertThatThrownBy(() -> RetentionJob.builder(database.store).redeliveryHorizon(horizon).build())
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("sqs queue " + queueUrl + " is unbounded")
@@ -59,15 +63,46 @@ class SqsRedeliveryHorizonIT {
       return;
     }
     assertThat(read.bound()).isEqualTo(Duration.ofDays(10));
-    assertThat(read.basis()).isEqualTo("MessageRetentionPeriod=" + tenDays + " s");
-    assertThatThrownBy(() -> RetentionJob.builder(database.store).redeliveryHorizon(horizon).build())
+    assertThat(read.basis()).isEqualTo("MessageRetentionPeriod=" + tenDays + " s, no RedrivePolicy");
+    assertThatThrownBy(() -> RetentionJob.builder(database.store).retention(Duration.ofDays(10))
+            .redeliveryHorizon(horizon).build())
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("retention window PT168H is shorter than the redelivery horizon PT240H of sqs queue "
+        .hasMessageContaining("retention window PT240H is not longer than the redelivery horizon PT240H of sqs queue "
             + queueUrl)
         .hasMessageContaining("MessageRetentionPeriod=864000 s")
-        .hasMessageContaining("retention(PT240H)");
-    assertThat(RetentionJob.builder(database.store).retention(Duration.ofDays(14)).redeliveryHorizon(horizon)
+        .hasMessageContaining("retention(PT264H)");
+    assertThat(RetentionJob.builder(database.store).redeliveryHorizon(horizon)
         .build().horizons()).containsExactly(read);
+  }
+
+  /**
+   * With a RedrivePolicy the horizon covers one DLQ redrive (a standard queue's DLQ keeps the
+   * original enqueue time: DLQ retention + source retention); the DLQ is found from the policy's
+   * ARN. ElasticMQ expires nothing: unbounded, with the DLQ named in the basis.
+   */
+  @Test
+  void aRedrivePolicysDeadLetterQueueIsInTheHorizon() {
+    String run = UUID.randomUUID().toString().substring(0, 8);
+    dlqUrl = SqsFixture.shared().createQueue(client, "horizon-dlq-" + run,
+        Map.of(QueueAttributeName.MESSAGE_RETENTION_PERIOD, String.valueOf(Duration.ofDays(4).toSeconds())));
+    String arn = client.getQueueAttributes(b -> b.queueUrl(dlqUrl).attributeNames(QueueAttributeName.QUEUE_ARN))
+        .attributes().get(QueueAttributeName.QUEUE_ARN);
+    queueUrl = SqsFixture.shared().createQueue(client, "horizon-" + run, Map.of(
+        QueueAttributeName.MESSAGE_RETENTION_PERIOD, String.valueOf(Duration.ofDays(10).toSeconds()),
+        QueueAttributeName.REDRIVE_POLICY, "{\"maxReceiveCount\":\"3\",\"deadLetterTargetArn\":\"" + arn + "\"}"));
+    SqsRedeliveryHorizon horizon = SqsRedeliveryHorizon.of(client, queueUrl);
+    Horizon read = horizon.read();
+    assertThat(read.basis()).contains("dead-letter queue " + dlqUrl);
+
+    if (SqsFixture.shared().isElasticMq()) {
+      assertThat(read.bound()).isNull();
+      assertThat(read.basis()).contains("MessageRetentionPeriod=none");
+    } else {
+      assertThat(read.bound()).isEqualTo(Duration.ofDays(14)); // 4-day DLQ + one redrive into the 10-day source
+      assertThat(horizon.withoutRedrive().read().bound()).isEqualTo(Duration.ofDays(10));
+    }
+    assertThat(horizon.withoutRedrive().read().basis()).contains("redrive not counted")
+        .doesNotContain("dead-letter queue");
   }
 
   @Test

@@ -100,7 +100,8 @@ public final class RetentionPacingBenchmark {
         seed(rows);
       }
       purged = true;
-      RetentionJob job = RetentionJob.builder(store).batchSize((Integer) config[1])
+      // a 7-day window: the markers seeded below are 8 days old (the default window is 15 days)
+      RetentionJob job = RetentionJob.builder(store).retention(Duration.ofDays(7)).batchSize((Integer) config[1])
           .pauseRatio((Double) config[2]).minPause((Duration) config[3]).build();
       long[] took = new long[1];
       Phase phase = claimsWhile(threads, () -> {

@@ -7,9 +7,10 @@ import java.time.Duration;
 
 /**
  * The README's retention example (docs/STORE.md, "Retention"): a scheduled purge of the
- * processed-events markers older than 7 days, in bounded batches each in its own short
- * transaction, safe on several instances. {@code build()} reads the Kafka topic's {@code
- * retention.ms} and refuses a window shorter than it: a marker purged while its message can still
+ * processed-events markers older than 15 days, in bounded batches each in its own short
+ * transaction, safe on several instances. {@code build()} reads the Kafka topic's horizon
+ * ({@code retention.ms + segment.ms + log.retention.check.interval.ms}) and refuses a window that
+ * is not longer than it: a marker purged while its message can still
  * be redelivered would let that message be applied again.
  */
 public final class Retention {
@@ -19,8 +20,8 @@ public final class Retention {
   public static RetentionJob start(MyBatisProcessedEventStore store, String bootstrapServers) {
     // README: begin
     RetentionJob retention = RetentionJob.builder(store)
-        .retention(Duration.ofDays(7))                                     // the default window
-        .redeliveryHorizon(KafkaRedeliveryHorizon.of(bootstrapServers, "orders"))  // refused if shorter
+        .retention(Duration.ofDays(15))                                    // the default window
+        .redeliveryHorizon(KafkaRedeliveryHorizon.of(bootstrapServers, "orders"))  // refused if not longer
         .build();
     retention.start();   // a pass every hour on a daemon thread; retention.close() with the consumers
     // README: end

@@ -9,8 +9,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The start-up check of a {@link RetentionJob}: the window must cover every source's redelivery
- * horizon, and an unbounded horizon must have been accepted explicitly.
+ * The start-up check of a {@link RetentionJob}: the window must be strictly longer than every
+ * source's redelivery horizon, and an unbounded horizon must have been accepted explicitly.
  */
 final class HorizonCheck {
   private static final Logger LOG = LoggerFactory.getLogger(RetentionJob.class);
@@ -18,7 +18,7 @@ final class HorizonCheck {
   private HorizonCheck() {}
 
   /**
-   * Reads every horizon and refuses the window when it is shorter than a known one, or when one
+   * Reads every horizon and refuses the window when it is not longer than a known one, or when one
    * is unbounded and {@code acceptReplays} is false.
    *
    * @return what was read, for the job's log line
@@ -48,14 +48,22 @@ final class HorizonCheck {
         }
         LOG.info("redelivery horizon of {} is unbounded ({}); accepted: a replay older than {} is"
             + " applied again", horizon.source(), horizon.basis(), window);
-      } else if (window.compareTo(bound) < 0) {
-        throw new IllegalStateException("retention window " + window + " is shorter than the"
+      } else if (window.compareTo(bound) <= 0) {
+        // strictly longer: a marker purged at exactly the horizon races the source's last
+        // redelivery (the purge's cutoff and the broker's deletion both round to their clocks)
+        throw new IllegalStateException("retention window " + window + " is not longer than the"
             + " redelivery horizon " + bound + " of " + horizon.source() + " (" + horizon.basis()
             + "): a marker purged before the source's last redelivery lets that redelivery apply"
-            + " its effect again. Set retention(" + bound + ") or longer, or shorten the source's"
-            + " horizon");
+            + " its effect again. Set a retention longer than " + bound + ", e.g. retention("
+            + longerThan(bound) + "), or shorten the source's horizon");
       }
     }
     return read;
+  }
+
+  /** A round window above {@code bound}: the next whole day, or the next whole minute below a day. */
+  static Duration longerThan(Duration bound) {
+    Duration unit = bound.compareTo(Duration.ofDays(1)) >= 0 ? Duration.ofDays(1) : Duration.ofMinutes(1);
+    return unit.multipliedBy(bound.toNanos() / unit.toNanos() + 1);
   }
 }

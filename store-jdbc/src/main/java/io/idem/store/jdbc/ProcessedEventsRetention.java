@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory;
 public final class ProcessedEventsRetention {
   private static final Logger LOG = LoggerFactory.getLogger(ProcessedEventsRetention.class);
 
-  /** Default retention window: 7 days. */
-  public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+  /** Default retention window: 15 days, as {@link RetentionJob#DEFAULT_RETENTION}. */
+  public static final Duration DEFAULT_RETENTION = RetentionJob.DEFAULT_RETENTION;
   /** Default broker redelivery horizon: 4 days (the SQS default message retention). */
   public static final Duration DEFAULT_REDELIVERY_HORIZON = Duration.ofDays(4);
   /** Default rows per batch: {@value}. */
@@ -81,7 +81,7 @@ public final class ProcessedEventsRetention {
       this.store = Objects.requireNonNull(store, "store");
     }
 
-    /** How long markers are kept; default 7 days. */
+    /** How long markers are kept; default 15 days. */
     public Builder retention(Duration value) {
       this.retention = Objects.requireNonNull(value, "retention");
       return this;
@@ -111,9 +111,9 @@ public final class ProcessedEventsRetention {
       if (redeliveryHorizon.isNegative()) {
         throw new IllegalArgumentException("redeliveryHorizon must not be negative, but was " + redeliveryHorizon);
       }
-      if (retention.compareTo(redeliveryHorizon) < 0) {
+      if (retention.compareTo(redeliveryHorizon) <= 0) {
         throw new IllegalArgumentException(
-            "retention must be >= redeliveryHorizon (" + redeliveryHorizon + "), but was " + retention
+            "retention must be longer than redeliveryHorizon (" + redeliveryHorizon + "), but was " + retention
                 + ": a marker purged before the broker's last redelivery lets that redelivery apply"
                 + " the effect again");
       }

@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * racing on are skipped ({@code FOR UPDATE SKIP LOCKED}), never waited for.
  *
  * <p><b>Horizons.</b> {@link Builder#build()} reads every {@link RedeliveryHorizon} given and
- * refuses a window shorter than a known one, and an unbounded one unless {@link
+ * refuses a window that is not strictly longer than a known one, and an unbounded one unless {@link
  * Builder#acceptReplaysBeyondWindow(boolean)} says so.
  *
  * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #stop()} or {@link #close()}
@@ -49,8 +49,14 @@ public final class RetentionJob implements AutoCloseable {
   /** First key of the advisory lock; the second is {@code hashtext('<table>')}. */
   static final int LOCK_SPACE = 0x1DE0_0001;
 
-  /** Default {@link Builder#retention}: 7 days. */
-  public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+  /**
+   * Default {@link Builder#retention}: 15 days. Strictly longer than the redelivery horizon of a
+   * Kafka topic with Kafka's default settings ({@code retention.ms} 7 days + {@code segment.ms} 7
+   * days + {@code log.retention.check.interval.ms} 5 minutes: {@code KafkaRedeliveryHorizon}) and
+   * than SQS's longest {@code MessageRetentionPeriod} (14 days), so that the default passes its
+   * own start-up check against those brokers' defaults.
+   */
+  public static final Duration DEFAULT_RETENTION = Duration.ofDays(15);
   /** Default {@link Builder#interval}: 1 hour between passes. */
   public static final Duration DEFAULT_INTERVAL = Duration.ofHours(1);
   /** Default {@link Builder#initialDelay}: 1 minute after {@link #start()}. */
@@ -278,7 +284,7 @@ public final class RetentionJob implements AutoCloseable {
       this.store = Objects.requireNonNull(store, "store");
     }
 
-    /** How long markers are kept after {@code processed_at}; default {@link #DEFAULT_RETENTION} (7 days). Positive. */
+    /** How long markers are kept after {@code processed_at}; default {@link #DEFAULT_RETENTION} (15 days). Positive; strictly longer than every horizon given. */
     public Builder retention(Duration value) {
       this.retention = Objects.requireNonNull(value, "retention");
       return this;
@@ -354,7 +360,7 @@ public final class RetentionJob implements AutoCloseable {
      * Validates, then reads every horizon (this may ask the brokers).
      *
      * @throws IllegalArgumentException naming the setting when a value is out of range
-     * @throws IllegalStateException when the window is shorter than a horizon, a horizon is
+     * @throws IllegalStateException when the window is not longer than a horizon, a horizon is
      *     unbounded and not accepted, or a horizon could not be read
      */
     public RetentionJob build() {

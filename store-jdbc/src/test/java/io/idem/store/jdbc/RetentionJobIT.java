@@ -170,17 +170,22 @@ class RetentionJobIT {
   }
 
   @Test
-  void aWindowShorterThanAKnownHorizonIsRefused() {
-    RedeliveryHorizon rabbit = RedeliveryHorizon.declared("rabbitmq queue orders", Duration.ofDays(10),
-        "x-message-ttl 9 days + 1 day of retries");
+  void aWindowNotLongerThanAKnownHorizonIsRefused() {
+    RedeliveryHorizon rabbit = RedeliveryHorizon.declared("rabbitmq queue orders", Duration.ofDays(20),
+        "x-message-ttl 19 days + 1 day of retries");
     assertThatThrownBy(() -> RetentionJob.builder(store).redeliveryHorizon(rabbit).build())
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("retention window PT168H")
-        .hasMessageContaining("redelivery horizon PT240H of rabbitmq queue orders")
-        .hasMessageContaining("x-message-ttl 9 days")
-        .hasMessageContaining("retention(PT240H)");
-    assertThat(RetentionJob.builder(store).retention(Duration.ofDays(10)).redeliveryHorizon(rabbit).build()
-        .horizons()).extracting(Horizon::bound).containsExactly(Duration.ofDays(10));
+        .hasMessageContaining("retention window PT360H is not longer than the redelivery horizon PT480H"
+            + " of rabbitmq queue orders")
+        .hasMessageContaining("x-message-ttl 19 days")
+        .hasMessageContaining("retention(PT504H)");
+    // equal is refused too: the purge's cutoff would race the source's last redelivery
+    assertThatThrownBy(() -> RetentionJob.builder(store).retention(Duration.ofDays(20)).redeliveryHorizon(rabbit)
+            .build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("retention window PT480H is not longer than the redelivery horizon PT480H");
+    assertThat(RetentionJob.builder(store).retention(Duration.ofDays(20).plusSeconds(1)).redeliveryHorizon(rabbit)
+        .build().horizons()).extracting(Horizon::bound).containsExactly(Duration.ofDays(20));
   }
 
   @Test
