@@ -60,7 +60,9 @@ import picocli.CommandLine.Spec;
       "  events/s            events published / seconds from the first consumer start",
       "                      to the last message settled",
       "%nExit status: 0 when every order was applied exactly once; 1 when an effect is",
-      "doubled or missing, or a run failed; 2 for a usage error."
+      "doubled or missing, or a run failed; 2 for a usage error or a prerequisite that",
+      "cannot be reached (RabbitMQ, PostgreSQL at IDEM_POSTGRES_URL); 3 when --timeout",
+      "ran out first with nothing doubled (TIMED OUT: the rest not applied yet)."
     })
 public final class DemoMain implements Callable<Integer> {
 
@@ -268,7 +270,7 @@ public final class DemoMain implements Callable<Integer> {
       Ledger ledger = new WebhookRun(events, duplicateRate, crashes, baseSeed, timeout, keepSchema, out::println).run();
       out.println(ledger.describe());
       out.flush();
-      return ledger.ok() ? 0 : 1;
+      return ledger.exitStatus();
     }
     List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
     List<Ledger> ledgers = new ArrayList<>();
@@ -298,10 +300,17 @@ public final class DemoMain implements Callable<Integer> {
       out.print(Ledger.table(ledgers));
       out.println("deliveries and duplicates are estimates, at least the figure shown; see --help for how each"
           + " figure is counted");
+      if (ledgers.stream().anyMatch(Ledger::timedOut)) {
+        out.println("(n) in a missing column: not yet applied or received when --timeout ran out (TIMED OUT);"
+            + " nothing doubled unless a doubled column says so");
+      }
       errors.forEach(error -> out.println("not run: " + error));
     }
     out.flush();
-    return errors.isEmpty() && ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+    if (!errors.isEmpty() || ledgers.stream().anyMatch(l -> l.exitStatus() == 1)) {
+      return 1;
+    }
+    return ledgers.stream().anyMatch(l -> l.exitStatus() == Ledger.EXIT_TIMED_OUT) ? Ledger.EXIT_TIMED_OUT : 0;
   }
 
   private static @Nullable String lowerCase(@Nullable String name) {
@@ -317,7 +326,7 @@ public final class DemoMain implements Callable<Integer> {
           .build().run();
       out.println(ledger.describe());
       out.flush();
-      return ledger.ok() ? 0 : 1;
+      return ledger.exitStatus();
     }
   }
 }

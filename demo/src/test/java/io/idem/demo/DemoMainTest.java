@@ -144,4 +144,30 @@ class DemoMainTest {
         .startsWith("idem-demo: --source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to");
     assertThat(run("--source", "webhooks", "--batch", "10").status()).isEqualTo(2);
   }
+
+  @Test
+  void aRealRunThatHitsItsTimeoutEndsTimedOutWithItsOwnStatusNotAsLostData() throws Exception {
+    // 200 orders, three consumer kills and three relay kills cannot be done in 1 s: the timeout runs out
+    Run run = run("--broker", "kafka", "--events", "200", "--timeout", "1s", "--seed", "31");
+    try {
+      assertThat(run.status()).as(run.out()).isEqualTo(Ledger.EXIT_TIMED_OUT);
+      assertThat(run.out()).contains("timed out after 1s").contains("TIMED OUT after 1s: ").contains("nothing doubled")
+          .doesNotContain("NOT SENT").doesNotContain("missing effects").doesNotContain("missing receipts")
+          .doesNotContain("FAILED");
+      assertThat(run.out().lines()).anySatisfy(line -> assertThat(line).contains("result").contains("TIMED OUT"));
+    } finally {
+      dropSchemaPrintedBy(run.out()); // a run that did not end OK keeps its schema for a look; the test does not
+    }
+  }
+
+  private static void dropSchemaPrintedBy(String out) throws java.sql.SQLException {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("PostgreSQL schema (idem_demo_[a-z0-9_]+) ").matcher(out);
+    io.idem.fixtures.PostgresFixture pg = io.idem.fixtures.PostgresFixture.shared();
+    while (m.find()) {
+      try (java.sql.Connection c = java.sql.DriverManager.getConnection(pg.jdbcUrl(), pg.user(), pg.password());
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("DROP SCHEMA IF EXISTS " + m.group(1) + " CASCADE");
+      }
+    }
+  }
 }
