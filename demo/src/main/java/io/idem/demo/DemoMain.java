@@ -1,9 +1,13 @@
 package io.idem.demo;
 
+import io.idem.fixtures.PostgresFixture;
+import io.idem.fixtures.ServerUnavailableException;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Callable;
@@ -141,6 +145,11 @@ public final class DemoMain implements Callable<Integer> {
           + " (--keep, then again): each applied once, the second replay nothing (default: off).")
   int replayDeadLetters;
 
+  @Option(names = "--rabbitmq-uri", paramLabel = "URI",
+      description = "The RabbitMQ to run on, such as amqp://guest:guest@127.0.0.1:5672/%%2F (default:"
+          + " IDEM_RABBITMQ_URI, else Docker, else the local server on 5672).")
+  @Nullable String rabbitmqUri;
+
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
 
@@ -259,6 +268,45 @@ public final class DemoMain implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     validate();
+    try {
+      return run();
+    } catch (MissingPrerequisite e) {
+      return environmentError(e.getMessage());
+    }
+  }
+
+  /** Prints {@code message} as one {@code idem-demo:} line on standard error: status 2, no stack trace. */
+  private int environmentError(String message) {
+    PrintWriter err = spec != null ? spec.commandLine().getErr() : new PrintWriter(System.err, true);
+    err.println("idem-demo: " + message);
+    err.flush();
+    return CommandLine.ExitCode.USAGE;
+  }
+
+  /** The broker {@code name}, at {@code --rabbitmq-uri} when given and it is RabbitMQ. */
+  private DemoBroker broker(String name) {
+    return DemoBrokers.create(name, rabbitmqUri != null ? Map.of("rabbitmq-uri", rabbitmqUri) : Map.of());
+  }
+
+  /**
+   * With {@code IDEM_POSTGRES_URL} set, checks that PostgreSQL answers there before any broker
+   * starts: a wrong URL is the user's to fix, never replaced by a PostgreSQL of the demo's choice.
+   */
+  private static void checkPostgres() {
+    String url = System.getenv("IDEM_POSTGRES_URL");
+    if (url == null || url.isBlank()) {
+      return; // 127.0.0.1:5432, else an embedded PostgreSQL: the fixture always finds one
+    }
+    try {
+      PostgresFixture.shared();
+    } catch (ServerUnavailableException e) {
+      throw new MissingPrerequisite(e.getMessage().replaceFirst("\\.?\\s*$", "") + ": start PostgreSQL there, correct IDEM_POSTGRES_URL (and"
+          + " IDEM_POSTGRES_USER/IDEM_POSTGRES_PASSWORD), or unset it for 127.0.0.1:5432 or an embedded PostgreSQL", e);
+    }
+  }
+
+  private int run() throws Exception {
+    checkPostgres();
     // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
     System.setProperty("idem.testcontainers", "false");
     System.setProperty("idem.fixtures.announce", "false"); // the demo says where each server is itself
@@ -276,7 +324,7 @@ public final class DemoMain implements Callable<Integer> {
     List<Ledger> ledgers = new ArrayList<>();
     List<String> errors = new ArrayList<>();
     for (String name : names) {
-      try (DemoBroker b = DemoBrokers.create(name)) {
+      try (DemoBroker b = broker(name)) {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
@@ -290,8 +338,9 @@ public final class DemoMain implements Callable<Integer> {
           throw e;
         }
         // with --broker all, one broker that cannot be had must not hide the others' ledgers
-        errors.add(name + ": " + e);
-        out.println("[" + name + "] FAILED: " + e);
+        String why = e instanceof MissingPrerequisite ? e.getMessage() : e.toString();
+        errors.add(name + ": " + why);
+        out.println("[" + name + "] FAILED: " + why);
       }
     }
     if (names.size() > 1) {
@@ -318,7 +367,7 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   private int migrate(long baseSeed) throws InterruptedException {
-    try (DemoBroker from = DemoBrokers.create(migrateFrom); DemoBroker to = DemoBrokers.create(migrateTo)) {
+    try (DemoBroker from = broker(migrateFrom); DemoBroker to = broker(migrateTo)) {
       out.println("[" + from.name() + "] " + from.start());
       out.println("[" + to.name() + "] " + to.start());
       MigrationLedger ledger = MigrationRun.builder(from, to).events(events).duplicateRate(duplicateRate)

@@ -170,4 +170,51 @@ class DemoMainTest {
       }
     }
   }
+
+  /** A port nothing listens on: one this test bound and closed again. */
+  private static int closedPort() throws java.io.IOException {
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
+  @Test
+  void noRabbitMqAtTheGivenUriIsOneLineSayingWhatWasTriedAndHowToFixItWithStatus2() throws Exception {
+    String uri = "amqp://guest:secret@127.0.0.1:" + closedPort() + "/%2F";
+
+    Run run = run("--broker", "rabbitmq", "--rabbitmq-uri", uri, "--events", "10");
+
+    assertThat(run.status()).isEqualTo(2);
+    assertThat(run.err()).hasSize(1);
+    assertThat(run.err().get(0)).startsWith("idem-demo: no RabbitMQ at --rabbitmq-uri amqp://guest:***@127.0.0.1:")
+        .contains("start RabbitMQ").contains("--rabbitmq-uri").doesNotContain("secret");
+    assertThat(run.out()).isEmpty();
+  }
+
+  @Test
+  void aRabbitMqUriThatIsNoUriIsOneLineToo() {
+    Run run = run("--broker", "rabbitmq", "--rabbitmq-uri", "http://not-amqp");
+
+    assertThat(run.status()).isEqualTo(2);
+    assertThat(run.err()).singleElement().asString().startsWith("idem-demo: --rabbitmq-uri http://not-amqp is not an"
+        + " AMQP URI");
+  }
+
+  @Test
+  void noPostgresAtIdemPostgresUrlIsOneLineWithStatus2NotAnotherPostgres() throws Exception {
+    // the URL comes from the environment: a child JVM gets one pointing at a closed port
+    String url = "jdbc:postgresql://127.0.0.1:" + closedPort() + "/test";
+    try (io.idem.fixtures.ChildJvm child = io.idem.fixtures.ChildJvm.start("demo", DemoMain.class, List.of(),
+        List.of("--broker", "kafka", "--events", "10"), java.util.Map.of("IDEM_POSTGRES_URL", url), line -> { })) {
+      int status = child.waitFor(Duration.ofSeconds(60));
+
+      List<String> errors = child.lines().stream().filter(l -> l.startsWith("idem-demo: ")).toList();
+      assertThat(status).as("%s", child.lines()).isEqualTo(2);
+      assertThat(errors).as("%s", child.lines()).singleElement().asString()
+          .contains("PostgreSQL at IDEM_POSTGRES_URL=" + url).contains("does not answer")
+          .contains("start PostgreSQL there").contains("unset it");
+      assertThat(child.lines()).as("no stack trace").noneMatch(l -> l.trim().startsWith("at ") || l.contains("Exception in"));
+      assertThat(child.lines()).as("no broker started").noneMatch(l -> l.startsWith("[kafka]"));
+    }
+  }
 }
