@@ -270,8 +270,8 @@ public record Ledger(
         row("mode", mode(), maxBatchSize <= 1 ? "(one transaction per message; --batch N for batches)"
             : "(at most " + maxBatchSize + " messages per transaction: --batch " + maxBatchSize + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
-            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to the last"
-                + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
+            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to %s%s)",
+                seconds, timedOut() ? "the timeout" : "the last message settled", crashes > 0 ? ", restarts included" : "")),
         row("result", result(), switch (result()) {
           case "OK" -> "(every order applied exactly once" + (receipts != null ? ", and its receipt" : "") + ")";
           case "TIMED OUT" -> "(--timeout " + timeoutText() + " ran out first: nothing doubled; rerun with a longer"

@@ -199,7 +199,8 @@ class LedgerTest {
         .anySatisfy(line -> assertThat(line).contains("not yet applied").contains("395").contains("timed out"))
         .anySatisfy(line -> assertThat(line).contains("receipts published").contains("395 not yet sent (timed out)"))
         .anySatisfy(line -> assertThat(line).contains("not yet received").contains("477").contains("timed out"))
-        .anySatisfy(line -> assertThat(line).contains("result").contains("TIMED OUT").contains("--timeout 10m"));
+        .anySatisfy(line -> assertThat(line).contains("result").contains("TIMED OUT").contains("--timeout 10m"))
+        .anySatisfy(line -> assertThat(line).contains("throughput").contains("to the timeout"));
     assertThat(report).doesNotContain("NOT SENT").doesNotContain("missing effects").doesNotContain("missing receipts")
         .doesNotContain("FAILED");
   }
