@@ -38,6 +38,20 @@ public interface InboundMessage {
     return Set.of();
   }
 
+  /**
+   * How this broker spells the header {@code name} in a message for people, such as a key
+   * extraction's reason: {@code header 'idempotency-key'} by default (Kafka headers, AMQP headers);
+   * the SQS adapter says {@code message attribute 'idempotency-key'}, the JMS adapter {@code
+   * property 'idempotency_key'} (the JMS property the header is read from: a JMS property name is
+   * a Java identifier, so {@code -} is written {@code _}). Only for text: lookups go through
+   * {@link #header(String)}.
+   *
+   * @param name a header name as {@link #headers()} holds it, such as {@code idempotency-key}
+   */
+  default String describeHeader(String name) {
+    return "header '" + name + "'";
+  }
+
   /** The header's value, or {@code null} when absent (or not valid UTF-8). Case-sensitive. */
   default @Nullable String header(String name) {
     return headers().get(name);

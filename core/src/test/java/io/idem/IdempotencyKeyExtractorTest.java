@@ -178,4 +178,53 @@ class IdempotencyKeyExtractorTest {
         .extract(message("{}").brokerMessageId("m-1").build());
     assertThat(((KeyExtraction.Rejected) result).reason()).isEqualTo("key extractor broken() returned null");
   }
+
+  /** {@code message} as a broker that spells its headers {@code kind} would present it. */
+  private static InboundMessage spelled(InboundMessage message, String kind, java.util.function.UnaryOperator<String> name) {
+    return new InboundMessage() {
+      @Override public String source() { return message.source(); }
+      @Override public java.util.Map<String, String> headers() { return message.headers(); }
+      @Override public java.util.Set<String> undecodableHeaders() { return message.undecodableHeaders(); }
+      @Override public byte[] payload() { return message.payload(); }
+      @Override public @org.jspecify.annotations.Nullable String brokerMessageId() { return message.brokerMessageId(); }
+      @Override public int deliveryAttempt() { return message.deliveryAttempt(); }
+      @Override public java.time.Instant receivedAt() { return message.receivedAt(); }
+      @Override public String describeHeader(String header) { return kind + " '" + name.apply(header) + "'"; }
+    };
+  }
+
+  @Test
+  void aPlainMessageNamesItsKeySourceAsAHeader() {
+    KeyExtraction result = IdempotencyKeyExtractor.defaults().extract(message("{}").build());
+
+    assertThat(((KeyExtraction.Absent) result).detail()).isEqualTo("no idempotency key: no header 'idempotency-key';"
+        + " no CloudEvents id (header 'ce_id', header 'ce-id', header 'cloudEvents:id', header 'cloudEvents_id')");
+  }
+
+  @Test
+  void everyReasonNamesTheHeaderAsTheBrokerSpellsIt() {
+    java.util.function.UnaryOperator<String> underscores = h -> h.replace('-', '_');
+    InboundMessage keyless = spelled(message("{}").build(), "property", underscores);
+    InboundMessage blank = spelled(message("{}").header("idempotency-key", " ").build(), "property", underscores);
+    InboundMessage undecodable = spelled(message("{}").undecodableHeader("idempotency-key").build(), "message attribute",
+        h -> h);
+    InboundMessage found = spelled(message("{}").header("idempotency-key", "k").build(), "message attribute", h -> h);
+    InboundMessage idOnly = spelled(message("{}").header("ce_id", "1").build(), "message attribute", h -> h);
+    InboundMessage spacedSource = spelled(message("{}").header("ce_id", "1").header("ce_source", "a b").build(),
+        "property", underscores);
+    IdempotencyKeyExtractor defaults = IdempotencyKeyExtractor.defaults();
+
+    assertThat(((KeyExtraction.Absent) defaults.extract(keyless)).detail()).isEqualTo("no idempotency key: no property"
+        + " 'idempotency_key'; no CloudEvents id (property 'ce_id', property 'cloudEvents:id', property 'cloudEvents_id')");
+    assertThat(((KeyExtraction.Rejected) defaults.extract(blank)).reason())
+        .isEqualTo("property 'idempotency_key' is present but blank");
+    assertThat(((KeyExtraction.Rejected) defaults.extract(undecodable)).reason())
+        .isEqualTo("message attribute 'idempotency-key' is not valid UTF-8");
+    assertThat(((KeyExtraction.Found) defaults.extract(found)).origin()).isEqualTo("message attribute 'idempotency-key'");
+    assertThat(((KeyExtraction.Rejected) defaults.extract(idOnly)).reason())
+        .isEqualTo("CloudEvents message attribute 'ce_id' is present but message attribute 'ce_source' is not: an id is"
+            + " only unique within its source");
+    assertThat(((KeyExtraction.Rejected) defaults.extract(spacedSource)).reason())
+        .startsWith("CloudEvents property 'ce_source' must be a URI-reference");
+  }
 }

@@ -184,6 +184,16 @@ public final class JmsInboundMessage implements InboundMessage {
     return headers;
   }
 
+  /**
+   * {@code property 'idempotency_key'} for {@code idempotency-key}: the JMS property the header is
+   * read from ({@link JmsHeaderNames}); a name that maps to no valid property name is named as given.
+   */
+  @Override
+  public String describeHeader(String name) {
+    String property = name.replace('-', '_');
+    return "property '" + (JmsHeaderNames.isValidPropertyName(property) ? property : name) + "'";
+  }
+
   @Override
   public Set<String> undecodableHeaders() {
     return undecodableHeaders;

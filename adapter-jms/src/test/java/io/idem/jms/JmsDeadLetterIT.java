@@ -126,6 +126,9 @@ class JmsDeadLetterIT {
     await().atMost(TIMEOUT).until(() -> harness.deadLetters().size() == 1);
     assertThat(seen).isEmpty();
     assertThat(harness.deadLetters().get(0).cause()).isEqualTo(DeadLetterCause.NO_KEY.name());
+    // the reason names the key where a JMS producer sets it: the property, spelled with '_'
+    assertThat(harness.deadLetters().get(0).detail()).contains("no property 'idempotency_key'")
+        .doesNotContain("header 'idempotency-key'");
     Message raw = harness.rawDeadLetters().get(0);
     assertThat(raw).isInstanceOf(MapMessage.class);
     assertThat(((MapMessage) raw).getString("order")).isEqualTo("42");

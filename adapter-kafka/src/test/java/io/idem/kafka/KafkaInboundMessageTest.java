@@ -104,4 +104,12 @@ class KafkaInboundMessageTest {
     assertThatThrownBy(() -> KafkaInboundMessage.of(record(new RecordHeaders(), null, null), 0, NOW))
         .hasMessage("deliveryAttempt must be >= 1, but was 0");
   }
+
+  @Test
+  void aMissingKeyIsNamedAsAKafkaHeader() {
+    KafkaInboundMessage message = KafkaInboundMessage.of(record(new RecordHeaders(), null, utf8("{}")), 1, NOW);
+
+    assertThat(((KeyExtraction.Absent) IdempotencyKeyExtractor.defaults().extract(message)).detail())
+        .contains("no header 'idempotency-key'");
+  }
 }

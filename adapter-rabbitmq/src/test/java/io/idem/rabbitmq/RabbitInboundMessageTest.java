@@ -81,4 +81,10 @@ class RabbitInboundMessageTest {
     assertThat(message.unwrap(RabbitInboundMessage.class)).containsSame(message);
     assertThat(message.unwrap(String.class)).isEmpty();
   }
+
+  @Test
+  void aMissingKeyIsNamedAsAnAmqpHeader() {
+    assertThat(((io.idem.KeyExtraction.Absent) io.idem.IdempotencyKeyExtractor.defaults().extract(message(Map.of(), "m-1")))
+        .detail()).contains("no header 'idempotency-key'");
+  }
 }

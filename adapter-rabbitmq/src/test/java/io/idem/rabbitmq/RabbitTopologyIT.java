@@ -144,6 +144,8 @@ class RabbitTopologyIT {
       });
       // Idem's dead-lettering, with its reason, into the same declared dead-letter queue
       assertThat(dead).anySatisfy(d -> assertThat(d.cause()).isEqualTo(DeadLetterCause.NO_KEY.name()));
+      assertThat(dead).filteredOn(d -> d.cause().equals(DeadLetterCause.NO_KEY.name()))
+          .allSatisfy(d -> assertThat(d.detail()).contains("no header 'idempotency-key'"));
       assertThat(queue.ready()).isZero();
       // the declared queue now verifies as configured
       try (RabbitIdempotentConsumer verifying = RabbitIdempotentConsumer.create(

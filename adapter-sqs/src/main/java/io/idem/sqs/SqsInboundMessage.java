@@ -180,6 +180,12 @@ public final class SqsInboundMessage implements InboundMessage {
     return headers;
   }
 
+  /** {@code message attribute 'name'}: an SQS message's headers are its message attributes. */
+  @Override
+  public String describeHeader(String name) {
+    return "message attribute '" + name + "'";
+  }
+
   @Override
   public Set<String> undecodableHeaders() {
     return undecodable;

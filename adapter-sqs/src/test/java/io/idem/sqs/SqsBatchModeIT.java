@@ -227,6 +227,8 @@ class SqsBatchModeIT extends SqsTestBase {
       assertThat(outcomes.count("ok-" + i, ProcessingOutcome.PROCESSED)).isEqualTo(1);
     }
     assertThat(queue.deadLetters().get(0).cause()).isEqualTo(DeadLetterCause.NO_KEY.name());
+    // the reason names the key where an SQS producer sets it: a message attribute
+    assertThat(queue.deadLetters().get(0).detail()).contains("no message attribute 'idempotency-key'");
   }
 
   /**

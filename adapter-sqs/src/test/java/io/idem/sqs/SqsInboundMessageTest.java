@@ -109,4 +109,20 @@ class SqsInboundMessageTest {
   private static MessageAttributeValue binary(byte[] value) {
     return MessageAttributeValue.builder().dataType("Binary").binaryValue(SdkBytes.fromByteArray(value)).build();
   }
+
+  @Test
+  void theKeyIsNamedAsAMessageAttribute() {
+    Message keyless = Message.builder().messageId("m").receiptHandle("r").body("{}").build();
+    Message blank = Message.builder().messageId("m").receiptHandle("r").body("{}").messageAttributes(Map.of(
+        "idempotency-key", MessageAttributeValue.builder().dataType("String").stringValue(" ").build())).build();
+
+    assertThat(((io.idem.KeyExtraction.Absent) io.idem.IdempotencyKeyExtractor.defaults()
+        .extract(SqsInboundMessage.of("q", keyless, AT))).detail())
+        .contains("no message attribute 'idempotency-key'")
+        .contains("message attribute 'ce_id'")
+        .doesNotContain("header");
+    assertThat(((io.idem.KeyExtraction.Rejected) io.idem.IdempotencyKeyExtractor.defaults()
+        .extract(SqsInboundMessage.of("q", blank, AT))).reason())
+        .isEqualTo("message attribute 'idempotency-key' is present but blank");
+  }
 }

@@ -6,11 +6,13 @@ import io.idem.KeyExtraction;
 import io.idem.KeySource;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Reads CloudEvents {@code source} + {@code id} from binary-content-mode headers; a source that is
- * not a URI-reference (whitespace, control characters) is rejected rather than joined.
+ * not a URI-reference (whitespace, control characters) is rejected rather than joined. Its reasons
+ * name the headers as the broker spells them ({@link InboundMessage#describeHeader}).
  */
 public final class CloudEventsKeyExtractor implements IdempotencyKeyExtractor {
   // Kafka and JMS bindings use "ce_", HTTP "ce-", the AMQP binding "cloudEvents:" or "cloudEvents_".
@@ -30,8 +32,8 @@ public final class CloudEventsKeyExtractor implements IdempotencyKeyExtractor {
           HeaderKeyExtractor.read(message, prefix + "source", KeySource.CLOUDEVENTS);
       if (source instanceof KeyExtraction.Absent) {
         return KeyExtraction.rejected(
-            "CloudEvents header '" + prefix + "id' is present but '" + prefix + "source' is not:"
-                + " an id is only unique within its source");
+            "CloudEvents " + message.describeHeader(prefix + "id") + " is present but "
+                + message.describeHeader(prefix + "source") + " is not: an id is only unique within its source");
       }
       if (source instanceof KeyExtraction.Rejected) {
         return source;
@@ -39,15 +41,18 @@ public final class CloudEventsKeyExtractor implements IdempotencyKeyExtractor {
       String sourceValue = ((KeyExtraction.Found) source).value();
       String problem = problemWithSource(sourceValue);
       if (problem != null) {
-        return KeyExtraction.rejected("CloudEvents header '" + prefix + "source' " + problem);
+        return KeyExtraction.rejected("CloudEvents " + message.describeHeader(prefix + "source") + " " + problem);
       }
       // the source has no space, so the first space of the key is this one: no two
       // (source, id) pairs make the same key
       String value = sourceValue + " " + ((KeyExtraction.Found) id).value();
       return KeyExtraction.found(
-          value, KeySource.CLOUDEVENTS, "CloudEvents headers '" + prefix + "source'+'" + prefix + "id'");
+          value, KeySource.CLOUDEVENTS, "CloudEvents " + message.describeHeader(prefix + "source") + " + "
+              + message.describeHeader(prefix + "id"));
     }
-    return KeyExtraction.absent("no CloudEvents id header (ce_id, ce-id, cloudEvents:id)");
+    // the bindings' spellings of the id, as this broker names them (a JMS property spells ce-id ce_id)
+    return KeyExtraction.absent("no CloudEvents id (" + PREFIXES.stream().map(p -> message.describeHeader(p + "id"))
+        .distinct().collect(Collectors.joining(", ")) + ")");
   }
 
   /**

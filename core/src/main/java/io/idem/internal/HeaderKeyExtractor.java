@@ -6,7 +6,10 @@ import io.idem.KeyExtraction;
 import io.idem.KeySource;
 import java.util.Objects;
 
-/** Reads a producer-set header. */
+/**
+ * Reads a producer-set header. Its reasons name the header as the broker spells it ({@link
+ * InboundMessage#describeHeader}: an SQS message attribute, a JMS property).
+ */
 public final class HeaderKeyExtractor implements IdempotencyKeyExtractor {
   private final String name;
 
@@ -24,17 +27,18 @@ public final class HeaderKeyExtractor implements IdempotencyKeyExtractor {
   }
 
   static KeyExtraction read(InboundMessage message, String name, KeySource source) {
+    String described = message.describeHeader(name);
     if (message.undecodableHeaders().contains(name)) {
-      return KeyExtraction.rejected("header '" + name + "' is not valid UTF-8");
+      return KeyExtraction.rejected(described + " is not valid UTF-8");
     }
     String value = message.header(name);
     if (value == null) {
-      return KeyExtraction.absent("no header '" + name + "'");
+      return KeyExtraction.absent("no " + described);
     }
     if (value.isBlank()) {
-      return KeyExtraction.rejected("header '" + name + "' is present but blank");
+      return KeyExtraction.rejected(described + " is present but blank");
     }
-    return KeyExtraction.found(value, source, "header '" + name + "'");
+    return KeyExtraction.found(value, source, described);
   }
 
   @Override

@@ -15,6 +15,14 @@ public final class DemoBrokers {
     return forConsumer(name, Map.of());
   }
 
+  /**
+   * A broker for the parent process, not started yet, at the servers {@code args} name ({@code
+   * rabbitmq-uri}); a broker finds its own where {@code args} names none.
+   */
+  public static DemoBroker create(String name, Map<String, String> args) {
+    return forConsumer(name, args);
+  }
+
   /** A broker for the consumer process, connected through {@link DemoBroker#connectionArgs()}. */
   public static DemoBroker forConsumer(String name, Map<String, String> args) {
     switch (name) {

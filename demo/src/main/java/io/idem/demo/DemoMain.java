@@ -1,9 +1,13 @@
 package io.idem.demo;
 
+import io.idem.fixtures.PostgresFixture;
+import io.idem.fixtures.ServerUnavailableException;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Callable;
@@ -60,7 +64,9 @@ import picocli.CommandLine.Spec;
       "  events/s            events published / seconds from the first consumer start",
       "                      to the last message settled",
       "%nExit status: 0 when every order was applied exactly once; 1 when an effect is",
-      "doubled or missing, or a run failed; 2 for a usage error."
+      "doubled or missing, or a run failed; 2 for a usage error or a prerequisite that",
+      "cannot be reached (RabbitMQ, PostgreSQL at IDEM_POSTGRES_URL); 3 when --timeout",
+      "ran out first with nothing doubled (TIMED OUT: the rest not applied yet)."
     })
 public final class DemoMain implements Callable<Integer> {
 
@@ -138,6 +144,11 @@ public final class DemoMain implements Callable<Integer> {
           + " everything else is applied the failure is switched off and idem-cli dead-letters replays them twice"
           + " (--keep, then again): each applied once, the second replay nothing (default: off).")
   int replayDeadLetters;
+
+  @Option(names = "--rabbitmq-uri", paramLabel = "URI",
+      description = "The RabbitMQ to run on, such as amqp://guest:guest@127.0.0.1:5672/%%2F (default:"
+          + " IDEM_RABBITMQ_URI, else Docker, else the local server on 5672).")
+  @Nullable String rabbitmqUri;
 
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
   boolean keepSchema;
@@ -257,6 +268,45 @@ public final class DemoMain implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     validate();
+    try {
+      return run();
+    } catch (MissingPrerequisite e) {
+      return environmentError(e.getMessage());
+    }
+  }
+
+  /** Prints {@code message} as one {@code idem-demo:} line on standard error: status 2, no stack trace. */
+  private int environmentError(String message) {
+    PrintWriter err = spec != null ? spec.commandLine().getErr() : new PrintWriter(System.err, true);
+    err.println("idem-demo: " + message);
+    err.flush();
+    return CommandLine.ExitCode.USAGE;
+  }
+
+  /** The broker {@code name}, at {@code --rabbitmq-uri} when given and it is RabbitMQ. */
+  private DemoBroker broker(String name) {
+    return DemoBrokers.create(name, rabbitmqUri != null ? Map.of("rabbitmq-uri", rabbitmqUri) : Map.of());
+  }
+
+  /**
+   * With {@code IDEM_POSTGRES_URL} set, checks that PostgreSQL answers there before any broker
+   * starts: a wrong URL is the user's to fix, never replaced by a PostgreSQL of the demo's choice.
+   */
+  private static void checkPostgres() {
+    String url = System.getenv("IDEM_POSTGRES_URL");
+    if (url == null || url.isBlank()) {
+      return; // 127.0.0.1:5432, else an embedded PostgreSQL: the fixture always finds one
+    }
+    try {
+      PostgresFixture.shared();
+    } catch (ServerUnavailableException e) {
+      throw new MissingPrerequisite(e.getMessage().replaceFirst("\\.?\\s*$", "") + ": start PostgreSQL there, correct IDEM_POSTGRES_URL (and"
+          + " IDEM_POSTGRES_USER/IDEM_POSTGRES_PASSWORD), or unset it for 127.0.0.1:5432 or an embedded PostgreSQL", e);
+    }
+  }
+
+  private int run() throws Exception {
+    checkPostgres();
     // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
     System.setProperty("idem.testcontainers", "false");
     System.setProperty("idem.fixtures.announce", "false"); // the demo says where each server is itself
@@ -268,13 +318,13 @@ public final class DemoMain implements Callable<Integer> {
       Ledger ledger = new WebhookRun(events, duplicateRate, crashes, baseSeed, timeout, keepSchema, out::println).run();
       out.println(ledger.describe());
       out.flush();
-      return ledger.ok() ? 0 : 1;
+      return ledger.exitStatus();
     }
     List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
     List<Ledger> ledgers = new ArrayList<>();
     List<String> errors = new ArrayList<>();
     for (String name : names) {
-      try (DemoBroker b = DemoBrokers.create(name)) {
+      try (DemoBroker b = broker(name)) {
         out.println("[" + name + "] " + b.start());
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
             .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
@@ -288,8 +338,9 @@ public final class DemoMain implements Callable<Integer> {
           throw e;
         }
         // with --broker all, one broker that cannot be had must not hide the others' ledgers
-        errors.add(name + ": " + e);
-        out.println("[" + name + "] FAILED: " + e);
+        String why = e instanceof MissingPrerequisite ? e.getMessage() : e.toString();
+        errors.add(name + ": " + why);
+        out.println("[" + name + "] FAILED: " + why);
       }
     }
     if (names.size() > 1) {
@@ -298,10 +349,17 @@ public final class DemoMain implements Callable<Integer> {
       out.print(Ledger.table(ledgers));
       out.println("deliveries and duplicates are estimates, at least the figure shown; see --help for how each"
           + " figure is counted");
+      if (ledgers.stream().anyMatch(Ledger::timedOut)) {
+        out.println("(n) in a missing column: not yet applied or received when --timeout ran out (TIMED OUT);"
+            + " nothing doubled unless a doubled column says so");
+      }
       errors.forEach(error -> out.println("not run: " + error));
     }
     out.flush();
-    return errors.isEmpty() && ledgers.stream().allMatch(Ledger::ok) ? 0 : 1;
+    if (!errors.isEmpty() || ledgers.stream().anyMatch(l -> l.exitStatus() == 1)) {
+      return 1;
+    }
+    return ledgers.stream().anyMatch(l -> l.exitStatus() == Ledger.EXIT_TIMED_OUT) ? Ledger.EXIT_TIMED_OUT : 0;
   }
 
   private static @Nullable String lowerCase(@Nullable String name) {
@@ -309,7 +367,7 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   private int migrate(long baseSeed) throws InterruptedException {
-    try (DemoBroker from = DemoBrokers.create(migrateFrom); DemoBroker to = DemoBrokers.create(migrateTo)) {
+    try (DemoBroker from = broker(migrateFrom); DemoBroker to = broker(migrateTo)) {
       out.println("[" + from.name() + "] " + from.start());
       out.println("[" + to.name() + "] " + to.start());
       MigrationLedger ledger = MigrationRun.builder(from, to).events(events).duplicateRate(duplicateRate)
@@ -317,7 +375,7 @@ public final class DemoMain implements Callable<Integer> {
           .build().run();
       out.println(ledger.describe());
       out.flush();
-      return ledger.ok() ? 0 : 1;
+      return ledger.exitStatus();
     }
   }
 }

@@ -52,4 +52,21 @@ final class DurationArgument implements CommandLine.ITypeConverter<Duration> {
     throw new CommandLine.TypeConversionException(
         "'" + value + "' is not a duration: write it like 90s, 10m, 1h or 1h30m, or in ISO-8601 like PT10M");
   }
+
+  /** {@code value} written the short way {@link #parse} reads back: {@code 10m}, {@code 1h30m}, {@code 500ms}. */
+  static String format(Duration value) {
+    if (value.isZero() || value.isNegative()) {
+      return value.toString();
+    }
+    StringBuilder out = new StringBuilder();
+    long[] amounts = {value.toDaysPart(), value.toHoursPart(), value.toMinutesPart(), value.toSecondsPart(),
+        value.toMillisPart()};
+    String[] units = {"d", "h", "m", "s", "ms"};
+    for (int i = 0; i < amounts.length; i++) {
+      if (amounts[i] > 0) {
+        out.append(amounts[i]).append(units[i]);
+      }
+    }
+    return out.length() > 0 ? out.toString() : value.toString();
+  }
 }

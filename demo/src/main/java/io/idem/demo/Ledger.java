@@ -1,6 +1,7 @@
 package io.idem.demo;
 
 import io.idem.testkit.CrashPoint;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -40,6 +41,10 @@ import org.jspecify.annotations.Nullable;
  *     per-message mode
  * @param receipts the receipts' figures, or {@code null} when the run had none ({@code
  *     --no-receipts}, a migration)
+ * @param timedOutAfter the {@code --timeout} that ran out before every message was settled, or
+ *     {@code null} when the run ended by itself: a run that timed out reads its unapplied orders and
+ *     unsent or unreceived receipts as "not yet" (they may still be in flight), never as missing,
+ *     and is {@code TIMED OUT} unless something was doubled or a process died unplanned
  */
 public record Ledger(
     String broker,
@@ -60,7 +65,8 @@ public record Ledger(
     double seconds,
     int unplannedDeaths,
     int maxBatchSize,
-    @Nullable Receipts receipts) {
+    @Nullable Receipts receipts,
+    @Nullable Duration timedOutAfter) {
 
   /**
    * The receipts of a run: each OrderPaid handler enqueued one in the outbox, in its transaction; a
@@ -115,14 +121,61 @@ public record Ledger(
       int unplannedDeaths, int maxBatchSize) {
     this(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled, missing,
         deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds,
-        unplannedDeaths, maxBatchSize, null);
+        unplannedDeaths, maxBatchSize, null, null);
   }
 
   /** This ledger with {@code value} as its receipts. */
   public Ledger withReceipts(@Nullable Receipts value) {
     return new Ledger(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled,
         missing, deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds,
-        unplannedDeaths, maxBatchSize, value);
+        unplannedDeaths, maxBatchSize, value, timedOutAfter);
+  }
+
+  /** This ledger of a run whose {@code timeout} ran out before every message was settled. */
+  public Ledger withTimedOut(Duration timeout) {
+    return new Ledger(broker, published, uniqueOrders, deliveries, duplicatesSkipped, effects, markers, doubled,
+        missing, deadLettered, expectedDeadLetters, wrongDeadLetters, crashes, plannedCrashes, crashPoint, seconds,
+        unplannedDeaths, maxBatchSize, receipts, timeout);
+  }
+
+  private String timeoutText() {
+    Duration t = timedOutAfter;
+    return t == null ? "" : DurationArgument.format(t);
+  }
+
+  /** Whether the run's {@code --timeout} ran out before every message was settled. */
+  public boolean timedOut() {
+    return timedOutAfter != null;
+  }
+
+  /** The demo's exit status for a run that timed out with nothing doubled ({@link #result()} {@code TIMED OUT}). */
+  public static final int EXIT_TIMED_OUT = 3;
+
+  /**
+   * {@code OK} when {@link #ok()}; {@code TIMED OUT} when the run timed out with nothing doubled
+   * and no process dead unplanned (what is not applied yet may still be in flight: nothing shows
+   * it lost); else {@code FAILED}.
+   */
+  public String result() {
+    if (ok()) {
+      return "OK";
+    }
+    return timedOut() && !failedRegardlessOfTime() ? "TIMED OUT" : "FAILED";
+  }
+
+  /** Doubled effects or receipts, or a process that died unplanned: no longer wait would mend that. */
+  private boolean failedRegardlessOfTime() {
+    return doubled > 0 || unplannedDeaths > 0
+        || (receipts != null && (receipts.doubled() > 0 || receipts.unplannedRelayDeaths() > 0));
+  }
+
+  /** 0 for {@code OK}, {@link #EXIT_TIMED_OUT} for {@code TIMED OUT}, 1 for {@code FAILED}. */
+  public int exitStatus() {
+    return switch (result()) {
+      case "OK" -> 0;
+      case "TIMED OUT" -> EXIT_TIMED_OUT;
+      default -> 1;
+    };
   }
 
   /** A ledger of a per-message run ({@code maxBatchSize} 1) in which no consumer died unplanned. */
@@ -181,16 +234,20 @@ public record Ledger(
    * line; the receipts' lines follow the orders' when the run had receipts.
    */
   public String describe() {
-    List<String> lines = new ArrayList<>(List.of(
-        "",
-        "Ledger (" + broker + ")",
+    List<String> lines = new ArrayList<>(List.of("", "Ledger (" + broker + ")"));
+    if (timedOut()) {
+      lines.add(timedOutLine());
+    }
+    lines.addAll(List.of(
         row("events published", published, "(" + uniqueOrders + " orders + " + retriesPublished()
             + " producer retries" + (expectedDeadLetters > 0 ? " + " + expectedDeadLetters + " without a key" : "")
             + "; counted by the producer)"),
         row("effects applied", effects, "(rows in the business table)"),
         row("markers", markers, "(rows in the processed-events table: one per order applied)"),
         row("doubled effects", doubled, "(business rows beyond one per order)"),
-        row("missing effects", missing, "(orders published without a business row)"),
+        timedOut() && missing > 0
+            ? row("not yet applied", missing, "(orders published without a business row yet: timed out)")
+            : row("missing effects", missing, "(orders published without a business row)"),
         row("dead-lettered", deadLettered, "(read back from the dead-letter destination; expected "
             + expectedDeadLetters + (expectedDeadLetters > 0 ? ": the messages without a key" : "")
             + (wrongDeadLetters > 0 ? "; " + wrongDeadLetters + " WRONG" : "")
@@ -213,25 +270,42 @@ public record Ledger(
         row("mode", mode(), maxBatchSize <= 1 ? "(one transaction per message; --batch N for batches)"
             : "(at most " + maxBatchSize + " messages per transaction: --batch " + maxBatchSize + ")"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s", eventsPerSecond()),
-            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to the last"
-                + " message settled%s)", seconds, crashes > 0 ? ", restarts included" : "")),
-        row("result", ok() ? "OK" : "FAILED", ok()
-            ? "(every order applied exactly once" + (receipts != null ? ", and its receipt" : "") + ")"
-            : "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths"
-                + (receipts != null ? ", in the orders or the receipts" : "") + ")")));
+            String.format(Locale.ROOT, "(" + mode() + " mode; events published / %.1f s from the first consumer start to %s%s)",
+                seconds, timedOut() ? "the timeout" : "the last message settled", crashes > 0 ? ", restarts included" : "")),
+        row("result", result(), switch (result()) {
+          case "OK" -> "(every order applied exactly once" + (receipts != null ? ", and its receipt" : "") + ")";
+          case "TIMED OUT" -> "(--timeout " + timeoutText() + " ran out first: nothing doubled; rerun with a longer"
+              + " --timeout or fewer --events)";
+          default -> "(doubled, missing, wrong dead letters, crashes that did not happen or unplanned deaths"
+              + (receipts != null ? ", in the orders or the receipts" : "") + (timedOut() ? "; timed out too" : "")
+              + ")";
+        })));
     return String.join("\n", lines);
+  }
+
+  /** The line under the title of a ledger that timed out: how far it got, and whether anything doubled. */
+  private String timedOutLine() {
+    long applied = uniqueOrders - missing;
+    return String.format(Locale.ROOT, "  TIMED OUT after %s: %,d of %,d orders applied so far%s, %s",
+        timeoutText(),
+        Math.max(0, applied), uniqueOrders,
+        receipts != null ? String.format(Locale.ROOT, " (%,d receipts)", receipts.applied()) : "",
+        failedRegardlessOfTime() ? "SOMETHING DOUBLED OR DIED UNPLANNED (see below)" : "nothing doubled");
   }
 
   private List<String> receiptLines(Receipts r) {
     long unsent = r.enqueued() - r.published();
+    boolean late = timedOut();
     return List.of(
         row("receipts enqueued", r.enqueued(), "(rows in the outbox table, written in the handlers' transactions:"
             + " one per order applied)"),
         row("receipts published", r.published(), "(outbox rows a relay marked sent to " + r.destination()
-            + (unsent != 0 ? "; " + unsent + " NOT SENT" : "") + ")"),
+            + (unsent != 0 ? "; " + unsent + (late ? " not yet sent (timed out)" : " NOT SENT") : "") + ")"),
         row("receipts applied", r.applied(), "(rows in the receipts table, written by the downstream consumer)"),
         row("doubled receipts", r.doubled(), "(receipt rows beyond one per order)"),
-        row("missing receipts", r.missing(), "(orders published without a receipt row)"),
+        late && r.missing() > 0
+            ? row("not yet received", r.missing(), "(orders published without a receipt row yet: timed out)")
+            : row("missing receipts", r.missing(), "(orders published without a receipt row)"),
         row("published again", r.republished(), "(rows the broker had confirmed when the relay was killed, still"
             + " unsent after the kill: sent twice)"),
         row("copies skipped", atLeast(r.duplicatesAtLeast()), "(estimate: the downstream consumer reported "
@@ -256,7 +330,8 @@ public record Ledger(
 
   /**
    * One row per ledger, for {@code --broker all}: broker, events, deliveries (at least), duplicates
-   * skipped (as reported), effects, doubled, missing, events/s and the result ({@code OK} or {@code FAILED}), with a
+   * skipped (as reported), effects, doubled, missing (in parentheses when the run timed out: not yet
+   * applied), events/s and the {@link #result()} ({@code OK}, {@code TIMED OUT} or {@code FAILED}), with a
    * header line; when any ledger has receipts, also receipts applied, doubled and missing ({@code
    * -} for a ledger without) before the result. Columns separated by spaces, one line per ledger
    * ending in a line separator.
@@ -273,12 +348,17 @@ public record Ledger(
     for (Ledger l : ledgers) {
       Receipts r = l.receipts;
       out.append(String.format(Locale.ROOT, format, l.broker, l.published, l.deliveriesAtLeast(), l.duplicatesAtLeast(),
-          l.effects, l.doubled, l.missing, String.format(Locale.ROOT, "%.0f", l.eventsPerSecond()),
+          l.effects, l.doubled, notYet(l, l.missing), String.format(Locale.ROOT, "%.0f", l.eventsPerSecond()),
           !receipts ? "" : r == null ? "-" : Long.toString(r.applied()),
           !receipts ? "" : r == null ? "-" : Long.toString(r.doubled()),
-          !receipts ? "" : r == null ? "-" : Long.toString(r.missing()),
-          l.ok() ? "OK" : "FAILED"));
+          !receipts ? "" : r == null ? "-" : notYet(l, r.missing()),
+          l.result()));
     }
     return out.toString();
+  }
+
+  /** A missing figure of a run that timed out is shown in parentheses: not yet applied or received. */
+  private static String notYet(Ledger l, long n) {
+    return l.timedOut() && n > 0 ? "(" + n + ")" : Long.toString(n);
   }
 }

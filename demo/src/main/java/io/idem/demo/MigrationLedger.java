@@ -35,6 +35,11 @@ public record MigrationLedger(
     return ledger.ok();
   }
 
+  /** The demo's exit status: {@link Ledger#exitStatus()}. */
+  public int exitStatus() {
+    return ledger.exitStatus();
+  }
+
   /** A multi-line report, one line per figure, starting with an empty line. */
   public String describe() {
     Ledger l = ledger;
@@ -49,7 +54,8 @@ public record MigrationLedger(
         row("effects applied", l.effects() + "  (rows in the business table)"),
         row("markers", l.markers() + "  (rows in the processed-events table: one per order applied)"),
         row("doubled effects", Long.toString(l.doubled())),
-        row("missing effects", Long.toString(l.missing())),
+        row(l.timedOut() && l.missing() > 0 ? "not yet applied" : "missing effects",
+            l.missing() + (l.timedOut() && l.missing() > 0 ? "  (no business row yet: timed out)" : "")),
         row("dead-lettered", l.deadLettered() + " (read back from both dead-letter destinations; expected 0)"),
         row("duplicates skipped", String.format(Locale.ROOT,
             ">= %d  (estimate: reported %s %d, %s %d; at least one per retry or cutover copy)",
@@ -60,7 +66,8 @@ public record MigrationLedger(
         row("consumer crashes", l.crashes() + "/" + l.plannedCrashes() + " (SIGKILL at random points)"),
         row("throughput", String.format(Locale.ROOT, "%.0f events/s (messages published / %.1f s)",
             l.eventsPerSecond(), l.seconds())),
-        row("result", ok() ? "OK: every order applied exactly once across both brokers" : "FAILED"));
+        row("result", ok() ? "OK: every order applied exactly once across both brokers"
+            : l.result().equals("TIMED OUT") ? "TIMED OUT: --timeout ran out first; nothing doubled" : "FAILED"));
   }
 
   private static String row(String name, String value) {

@@ -117,7 +117,7 @@ public final class MigrationRun {
             && to.pending(newDestination, group) == 0 && children.crashed >= crashes, db, unique, deadline);
       }
       if (!inTime) {
-        out.accept(tag + "timed out after " + timeout + " with " + children.crashed + "/" + crashes + " crashes");
+        out.accept(tag + "timed out after " + DurationArgument.format(timeout) + " with " + children.crashed + "/" + crashes + " crashes");
       }
       double seconds = (System.nanoTime() - start) / 1e9;
       children.current.stop(Duration.ofSeconds(60));
@@ -132,6 +132,9 @@ public final class MigrationRun {
       Ledger ledger = new Ledger(from.name() + "->" + to.name(), published, unique, seen.deliveries(),
           seen.duplicates(), db.effects(), db.markers(group), db.doubled(), db.missing() + db.unexpected(), deadLetters.size(), 0,
           wrong, children.crashed, crashes, null, seconds, children.unexpectedExits, 1);
+      if (!inTime) {
+        ledger = ledger.withTimedOut(timeout);
+      }
       if (!keepSchema && ledger.ok()) {
         db.dropSchema();
         from.deleteDestination(oldDestination);

@@ -14,6 +14,7 @@ import io.idem.spi.OutboxMessage;
 import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
 import io.idem.fixtures.RabbitFixture;
+import io.idem.fixtures.ServerUnavailableException;
 import io.idem.rabbitmq.RabbitConsumerConfig;
 import io.idem.rabbitmq.RabbitIdempotentConsumer;
 import io.idem.rabbitmq.RabbitOutboxPublisher;
@@ -44,11 +45,57 @@ final class RabbitDemoBroker implements DemoBroker {
     return "rabbitmq";
   }
 
+  /**
+   * Checks that RabbitMQ answers: at {@code --rabbitmq-uri} when given, else where {@link
+   * RabbitFixture} looks ({@code IDEM_RABBITMQ_URI}, Docker, the local server on 5672).
+   *
+   * @throws MissingPrerequisite when it does not, in one line with what was tried and how to fix it
+   */
   @Override
   public String start() {
-    RabbitFixture fixture = RabbitFixture.shared();
+    String given = uri;
+    if (given != null) {
+      probe(given);
+      return "RabbitMQ: --rabbitmq-uri " + MissingPrerequisite.redact(given);
+    }
+    RabbitFixture fixture;
+    try {
+      fixture = RabbitFixture.shared();
+    } catch (ServerUnavailableException e) {
+      String env = System.getenv("IDEM_RABBITMQ_URI");
+      throw new MissingPrerequisite("no RabbitMQ (tried " + (env != null && !env.isBlank()
+          ? "IDEM_RABBITMQ_URI " + MissingPrerequisite.redact(env)
+          : "Docker and the local server at amqp://guest:***@127.0.0.1:5672") + ": " + rootCause(e)
+          + "): start RabbitMQ (rabbitmq-server -detached) or pass --rabbitmq-uri amqp://USER:PASSWORD@HOST:5672/%2F", e);
+    }
     uri = fixture.uri();
     return "RabbitMQ: " + fixture.origin();
+  }
+
+  private static String rootCause(Throwable e) {
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    return root.toString();
+  }
+
+  private static void probe(String uri) {
+    ConnectionFactory factory = new ConnectionFactory();
+    try {
+      factory.setUri(uri);
+    } catch (Exception e) {
+      throw new MissingPrerequisite("--rabbitmq-uri " + MissingPrerequisite.redact(uri) + " is not an AMQP URI ("
+          + e.getMessage() + "): write it like amqp://USER:PASSWORD@HOST:5672/%2F", e);
+    }
+    factory.setConnectionTimeout(3_000);
+    factory.setAutomaticRecoveryEnabled(false);
+    try (Connection probe = factory.newConnection("idem-demo-probe")) {
+      probe.getServerProperties(); // connected: nothing more to ask
+    } catch (Exception e) {
+      throw new MissingPrerequisite("no RabbitMQ at --rabbitmq-uri " + MissingPrerequisite.redact(uri) + " (" + e
+          + "): start RabbitMQ there (rabbitmq-server -detached) or pass the --rabbitmq-uri of one that runs", e);
+    }
   }
 
   private RabbitConsumerConfig.Builder config(String queue) {

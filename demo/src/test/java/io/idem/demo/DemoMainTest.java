@@ -144,4 +144,77 @@ class DemoMainTest {
         .startsWith("idem-demo: --source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to");
     assertThat(run("--source", "webhooks", "--batch", "10").status()).isEqualTo(2);
   }
+
+  @Test
+  void aRealRunThatHitsItsTimeoutEndsTimedOutWithItsOwnStatusNotAsLostData() throws Exception {
+    // 200 orders, three consumer kills and three relay kills cannot be done in 1 s: the timeout runs out
+    Run run = run("--broker", "kafka", "--events", "200", "--timeout", "1s", "--seed", "31");
+    try {
+      assertThat(run.status()).as(run.out()).isEqualTo(Ledger.EXIT_TIMED_OUT);
+      assertThat(run.out()).contains("timed out after 1s").contains("TIMED OUT after 1s: ").contains("nothing doubled")
+          .doesNotContain("NOT SENT").doesNotContain("missing effects").doesNotContain("missing receipts")
+          .doesNotContain("FAILED");
+      assertThat(run.out().lines()).anySatisfy(line -> assertThat(line).contains("result").contains("TIMED OUT"));
+    } finally {
+      dropSchemaPrintedBy(run.out()); // a run that did not end OK keeps its schema for a look; the test does not
+    }
+  }
+
+  private static void dropSchemaPrintedBy(String out) throws java.sql.SQLException {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("PostgreSQL schema (idem_demo_[a-z0-9_]+) ").matcher(out);
+    io.idem.fixtures.PostgresFixture pg = io.idem.fixtures.PostgresFixture.shared();
+    while (m.find()) {
+      try (java.sql.Connection c = java.sql.DriverManager.getConnection(pg.jdbcUrl(), pg.user(), pg.password());
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("DROP SCHEMA IF EXISTS " + m.group(1) + " CASCADE");
+      }
+    }
+  }
+
+  /** A port nothing listens on: one this test bound and closed again. */
+  private static int closedPort() throws java.io.IOException {
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
+  @Test
+  void noRabbitMqAtTheGivenUriIsOneLineSayingWhatWasTriedAndHowToFixItWithStatus2() throws Exception {
+    String uri = "amqp://guest:secret@127.0.0.1:" + closedPort() + "/%2F";
+
+    Run run = run("--broker", "rabbitmq", "--rabbitmq-uri", uri, "--events", "10");
+
+    assertThat(run.status()).isEqualTo(2);
+    assertThat(run.err()).hasSize(1);
+    assertThat(run.err().get(0)).startsWith("idem-demo: no RabbitMQ at --rabbitmq-uri amqp://guest:***@127.0.0.1:")
+        .contains("start RabbitMQ").contains("--rabbitmq-uri").doesNotContain("secret");
+    assertThat(run.out()).isEmpty();
+  }
+
+  @Test
+  void aRabbitMqUriThatIsNoUriIsOneLineToo() {
+    Run run = run("--broker", "rabbitmq", "--rabbitmq-uri", "http://not-amqp");
+
+    assertThat(run.status()).isEqualTo(2);
+    assertThat(run.err()).singleElement().asString().startsWith("idem-demo: --rabbitmq-uri http://not-amqp is not an"
+        + " AMQP URI");
+  }
+
+  @Test
+  void noPostgresAtIdemPostgresUrlIsOneLineWithStatus2NotAnotherPostgres() throws Exception {
+    // the URL comes from the environment: a child JVM gets one pointing at a closed port
+    String url = "jdbc:postgresql://127.0.0.1:" + closedPort() + "/test";
+    try (io.idem.fixtures.ChildJvm child = io.idem.fixtures.ChildJvm.start("demo", DemoMain.class, List.of(),
+        List.of("--broker", "kafka", "--events", "10"), java.util.Map.of("IDEM_POSTGRES_URL", url), line -> { })) {
+      int status = child.waitFor(Duration.ofSeconds(60));
+
+      List<String> errors = child.lines().stream().filter(l -> l.startsWith("idem-demo: ")).toList();
+      assertThat(status).as("%s", child.lines()).isEqualTo(2);
+      assertThat(errors).as("%s", child.lines()).singleElement().asString()
+          .contains("PostgreSQL at IDEM_POSTGRES_URL=" + url).contains("does not answer")
+          .contains("start PostgreSQL there").contains("unset it");
+      assertThat(child.lines()).as("no stack trace").noneMatch(l -> l.trim().startsWith("at ") || l.contains("Exception in"));
+      assertThat(child.lines()).as("no broker started").noneMatch(l -> l.startsWith("[kafka]"));
+    }
+  }
 }

@@ -34,4 +34,12 @@ class DurationArgumentTest {
           .hasMessageContaining("PT10M");
     }
   }
+
+  @Test
+  void formatWritesTheShortFormParseReadsBack() {
+    for (String text : java.util.List.of("1s", "10m", "1h30m", "500ms", "2d3h", "1m30s")) {
+      assertThat(DurationArgument.format(DurationArgument.parse(text))).isEqualTo(text);
+    }
+    assertThat(DurationArgument.format(java.time.Duration.ofSeconds(90))).isEqualTo("1m30s");
+  }
 }

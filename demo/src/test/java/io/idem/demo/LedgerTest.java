@@ -3,6 +3,7 @@ package io.idem.demo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.idem.testkit.CrashPoint;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -174,5 +175,53 @@ class LedgerTest {
     assertThat(lines.get(2))
         .containsExactly("rabbitmq", "1000", "1043", "240", "800", "0", "0", "250", "802", "2", "0", "FAILED");
     assertThat(lines.get(3)).containsExactly("sqs", "1000", "1043", "240", "800", "0", "0", "250", "-", "-", "-", "OK");
+  }
+
+  /** The issue's --broker all run on SQS: every order applied once so far, the timeout ran out first. */
+  private static Ledger timedOut(long doubled, long receiptsDoubled) {
+    return new Ledger("sqs", 1000, 800, 700, 100, 405 + doubled, 405, doubled, 395, 0, 0, 0, 3, 3, null, 600.0, 0, 1)
+        .withReceipts(new Ledger.Receipts("idem-demo-sqs-x-receipts", 405, 10, 323 + receiptsDoubled, receiptsDoubled,
+            477, 0, 0, 3, 3, 0))
+        .withTimedOut(Duration.ofMinutes(10));
+  }
+
+  @Test
+  void aRunThatTimedOutReadsAsATimeoutNotAsLostData() {
+    Ledger l = timedOut(0, 0);
+    String report = l.describe();
+
+    assertThat(l.ok()).isFalse();
+    assertThat(l.result()).isEqualTo("TIMED OUT");
+    assertThat(l.exitStatus()).isEqualTo(Ledger.EXIT_TIMED_OUT).isEqualTo(3);
+    assertThat(report.lines()).element(2).asString()
+        .isEqualTo("  TIMED OUT after 10m: 405 of 800 orders applied so far (323 receipts), nothing doubled");
+    assertThat(report.lines())
+        .anySatisfy(line -> assertThat(line).contains("not yet applied").contains("395").contains("timed out"))
+        .anySatisfy(line -> assertThat(line).contains("receipts published").contains("395 not yet sent (timed out)"))
+        .anySatisfy(line -> assertThat(line).contains("not yet received").contains("477").contains("timed out"))
+        .anySatisfy(line -> assertThat(line).contains("result").contains("TIMED OUT").contains("--timeout 10m"))
+        .anySatisfy(line -> assertThat(line).contains("throughput").contains("to the timeout"));
+    assertThat(report).doesNotContain("NOT SENT").doesNotContain("missing effects").doesNotContain("missing receipts")
+        .doesNotContain("FAILED");
+  }
+
+  @Test
+  void aRunThatTimedOutWithSomethingDoubledStillFails() {
+    assertThat(timedOut(1, 0).result()).isEqualTo("FAILED");
+    assertThat(timedOut(0, 2).result()).isEqualTo("FAILED");
+    assertThat(timedOut(0, 2).exitStatus()).isEqualTo(1);
+    assertThat(timedOut(1, 0).describe()).contains("SOMETHING DOUBLED").contains("timed out too");
+    assertThat(ledger("kafka", 0, 0, 0, 3).withTimedOut(Duration.ofSeconds(90)).result())
+        .as("every order applied and every crash done before the timeout: OK").isEqualTo("OK");
+  }
+
+  @Test
+  void theTableShowsATimedOutRunsUnappliedFiguresInParenthesesAndItsResult() {
+    String table = Ledger.table(List.of(ledger("kafka", 0, 0, 0, 3).withReceipts(receipts(800, 0, 0, 3, 0)),
+        timedOut(0, 0)));
+
+    List<String> lines = table.lines().toList();
+    assertThat(lines.get(2).trim().split("\\s+")).containsExactly(
+        "sqs", "1000", "700", "100", "405", "0", "(395)", "2", "323", "0", "(477)", "TIMED", "OUT");
   }
 }

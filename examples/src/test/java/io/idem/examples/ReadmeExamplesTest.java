@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The README's outbox, natural-idempotency and retention snippets are the compiled code between
+ * The README's SQS quick start (with its local endpoint), outbox, natural-idempotency and retention snippets are the compiled code between
  * {@code // README: begin} and {@code // README: end} in these example files, as written: a change
  * to either that is not made to the other fails here.
  */
@@ -20,7 +20,7 @@ class ReadmeExamplesTest {
   private static final Path README = Path.of("../README.md");
 
   @ParameterizedTest
-  @ValueSource(strings = {"Receipts.java", "OrderStates.java", "Retention.java"})
+  @ValueSource(strings = {"Receipts.java", "OrderStates.java", "Retention.java", "SqsQuickStart.java"})
   void theReadmeShowsTheCompiledExampleAsWritten(String file) throws IOException {
     List<String> lines = Files.readAllLines(SOURCES.resolve(file));
     int begin = indexOf(lines, "// README: begin", file);
