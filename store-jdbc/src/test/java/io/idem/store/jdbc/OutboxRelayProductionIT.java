@@ -119,11 +119,18 @@ class OutboxRelayProductionIT {
       assertThat(health.stats().published()).isEqualTo(299);
       assertThat(health.stats().failures()).isEqualTo(3);
     });
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    MicrometerOutboxMetrics.bind(registry, relay);
+    assertThat(registry.get("idem.outbox.relay.running").gauge().value()).isEqualTo(1.0);
+    assertThat(registry.get("idem.outbox.destination.unavailable").gauge().value()).isZero();
+    assertThat(registry.get("idem.outbox.last.publish.age").gauge().value()).isNotNaN().isNotNegative();
+    assertThat(registry.get("idem.outbox.claims").functionCounter().count()).isPositive();
     java.time.Instant cycle = relay.health().lastCycleAt();
     await().atMost(Duration.ofSeconds(30)).until(() -> relay.health().lastCycleAt().isAfter(cycle));
     relay.close();
     assertThat(relay.isRunning()).isFalse();
     assertThat(relay.health().status()).isEqualTo("DOWN");
+    assertThat(registry.get("idem.outbox.relay.running").gauge().value()).isZero();
   }
 
   /**
