@@ -500,6 +500,11 @@ public final class OutboxRelay implements AutoCloseable {
         }
         consecutiveDatabaseFailures++;
         lastError = errorText(e);
+        if (lastError.contains("leased_by") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+          LOG.error("outbox relay {}: table {} has no leased_by column: apply {} (Flyway does, as does"
+              + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+              Outbox.LEASE_MIGRATION_RESOURCE);
+        }
         if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
           LOG.error("outbox relay {}: the batch failed ({} in a row), no row charged, retrying in {}: {}",
               name, consecutiveDatabaseFailures, pollInterval, errorText(e), e);

@@ -134,6 +134,34 @@ class OutboxRelayProductionIT {
   }
 
   /**
+   * The claim fails for a while (the table renamed away under the running relay): a database
+   * failure is charged to no row, the relay keeps running and says it is degraded, and publishes
+   * everything once the table is back.
+   */
+  @Test
+  void aDatabaseFailureIsChargedToNoRowAndTheRelayRunsOn() throws Exception {
+    StoreTests.execute(pool, "ALTER TABLE idem_outbox RENAME TO idem_outbox_away");
+    List<Long> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.id()))
+        .pollInterval(Duration.ofMillis(20)).name("db-failure-relay").build());
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> relay.health().consecutiveDatabaseFailures() >= 3);
+    assertThat(relay.isRunning()).isTrue();
+    assertThat(relay.health().status()).isEqualTo("DEGRADED");
+    assertThat(relay.health().lastError()).contains("idem_outbox");
+    StoreTests.execute(pool, "ALTER TABLE idem_outbox_away RENAME TO idem_outbox");
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      entries.add(entry("db-" + i, i % 2 == 0 ? "k" : null));
+    }
+    enqueue(entries);
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> published.size() == 10);
+    await().atMost(Duration.ofSeconds(30)).until(() -> relay.health().consecutiveDatabaseFailures() == 0);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE attempts <> 1 OR sent_at IS NULL")).isZero();
+    assertThat(relay.lastStats().failures()).isZero();
+  }
+
+  /**
    * 200 rows of one ordering key: the relay takes up to batchSize rows of the key per claim and
    * claims again at once while rows are due. With a pollInterval of 10 minutes a single sleep
    * would outlast the wait below; the claims are counted too (4 full batches and one empty).
