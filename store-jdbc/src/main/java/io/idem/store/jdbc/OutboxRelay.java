@@ -91,8 +91,11 @@ public final class OutboxRelay implements AutoCloseable {
   public static final Duration DEFAULT_STATS_INTERVAL = Duration.ofSeconds(10);
   /** Default time {@link #close()} waits for the batch in flight: 30 s. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
-  /** Default lease of a claimed batch: 5 min. */
-  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(5);
+  /**
+   * Default lease of a claimed batch: 1 min (twice the publishers' default 30 s timeouts, so that
+   * a publish started before half the lease ends within it).
+   */
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(1);
   /** Longest stored error text, in characters: {@value}. */
   static final int MAX_ERROR_LENGTH = 2000;
   /** The advisory lock class of the claim lock (the table's name hash is the other half). */
@@ -622,9 +625,9 @@ public final class OutboxRelay implements AutoCloseable {
 
     /**
      * How long a claimed batch is this relay's, default {@link OutboxRelay#DEFAULT_LEASE_DURATION};
-     * > 0. Rows of a relay that died are claimable again after it; keep it well above the time a
-     * batch takes to publish (the relay leaves a batch's remaining rows due once half of it has
-     * passed).
+     * > 0. Rows of a relay that died are claimable again after it; keep it above twice the
+     * publisher's timeout for one publish (the relay starts no publish once half of the lease has
+     * passed and leaves the batch's remaining rows due).
      */
     public Builder leaseDuration(Duration value) {
       this.leaseDuration = Objects.requireNonNull(value, "leaseDuration");
