@@ -36,12 +36,16 @@ import org.junit.jupiter.api.Test;
 class OutboxRelayProductionIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
   private HikariDataSource pool;
+  /** This test's sessions in pg_stat_activity (other runs share the server). */
+  private String applicationName;
   private SqlSessionFactory sessions;
   private final List<OutboxRelay> relays = new ArrayList<>();
 
   @BeforeEach
   void setUp() {
-    pool = StoreTests.pool(StoreTests.newSchema("outbox_prod"), "idem-outbox-prod-it", null, c -> c.setMaximumPoolSize(6));
+    String schema = StoreTests.newSchema("outbox_prod");
+    applicationName = "idem-it-" + schema;
+    pool = StoreTests.pool(schema, applicationName, null, c -> c.setMaximumPoolSize(6));
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -159,6 +163,64 @@ class OutboxRelayProductionIT {
     await().atMost(Duration.ofSeconds(30)).until(() -> relay.health().consecutiveDatabaseFailures() == 0);
     assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE attempts <> 1 OR sent_at IS NULL")).isZero();
     assertThat(relay.lastStats().failures()).isZero();
+  }
+
+  /**
+   * The order the relay guarantees is id order among the rows committed when it claims, not
+   * commit order: a transaction that took an id first and commits last is published after rows
+   * with higher ids (OUTBOX.md, guarantee 5).
+   */
+  @Test
+  void aRowCommittedAfterAHigherIdIsPublishedAfterIt() throws Exception {
+    List<String> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.idempotencyKey())).build();
+    try (SqlSession slow = sessions.openSession(false)) {
+      assertThat(OUTBOX.enqueue(slow, entry("first-id", "order-9"))).isTrue(); // takes the lower id
+      enqueue(List.of(entry("second-id", "order-9"))); // a concurrent transaction commits first
+      assertThat(relay.relayOnce()).isEqualTo(1);
+      slow.commit();
+    }
+    assertThat(relay.relayOnce()).isEqualTo(1);
+    assertThat(published).containsExactly("second-id", "first-id");
+  }
+
+  /**
+   * The recipe for a strict per-key order: each transaction locks the aggregate's row before it
+   * enqueues, so the second one takes its id only after the first committed; ids then follow
+   * commit order and the relay publishes in it.
+   */
+  @Test
+  void lockingTheAggregateBeforeEnqueueingGivesCommitOrder() throws Exception {
+    StoreTests.execute(pool, "CREATE TABLE orders (id text PRIMARY KEY)", "INSERT INTO orders VALUES ('order-9')");
+    List<String> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.idempotencyKey())).build();
+    Thread second;
+    try (SqlSession first = sessions.openSession(false)) {
+      StoreTests.execute(first, "SELECT id FROM orders WHERE id = 'order-9' FOR UPDATE");
+      second = new Thread(() -> {
+        try (SqlSession s = sessions.openSession(false)) {
+          StoreTests.execute(s, "SELECT id FROM orders WHERE id = 'order-9' FOR UPDATE"); // waits for first
+          OUTBOX.enqueue(s, entry("committed-second", "order-9"));
+          s.commit();
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }, "second-writer");
+      second.start();
+      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() ->
+          StoreTests.count(pool, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+              + " AND application_name = '" + applicationName + "' AND query LIKE '%FROM orders%FOR UPDATE%'") > 0);
+      assertThat(OUTBOX.enqueue(first, entry("committed-first", "order-9"))).isTrue();
+      first.commit();
+    }
+    second.join(30_000);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox a JOIN idem_outbox b"
+        + " ON a.idempotency_key = 'committed-first' AND b.idempotency_key = 'committed-second' AND a.id < b.id"))
+        .as("ids follow commit order").isEqualTo(1);
+    while (relay.relayOnce() > 0) {
+      // drain
+    }
+    assertThat(published).containsExactly("committed-first", "committed-second");
   }
 
   /**
