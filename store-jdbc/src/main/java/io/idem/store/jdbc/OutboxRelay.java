@@ -132,7 +132,7 @@ public final class OutboxRelay implements AutoCloseable {
   /** Outages in a row (the circuit breaker's backoff exponent); only the relay thread writes it. */
   private int consecutiveOutages;
   /** The last ordering key the previous claim visited; the next claim goes on after it. */
-  private @Nullable String keyCursor;
+  private volatile @Nullable String keyCursor;
   private long nextStatsNanos;
 
   private OutboxRelay(Builder b) {
