@@ -25,6 +25,10 @@ import org.jspecify.annotations.Nullable;
  * message (Artemis' {@code blockOnDurableSend}, on by default). One connection and session,
  * opened on first use and again after a failure; {@link #publish} is synchronized (a JMS session
  * is single-threaded).
+ *
+ * <p>What the outbox relay makes of its failures: a {@code JMSException} caused by Artemis' not
+ * connected, connection timed out, disconnected or unblocked is a destination outage, charged to
+ * no row; any other failure is one failed attempt of the row.
  */
 public final class JmsOutboxPublisher implements OutboxPublisher {
   private final ConnectionFactory factory;

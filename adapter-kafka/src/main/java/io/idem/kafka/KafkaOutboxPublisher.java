@@ -24,7 +24,14 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <p>The producer is forced to {@code enable.idempotence=true} and {@code acks=all}: {@link
  * #publish} returns once every in-sync replica has the record, and the producer's own retries
  * never write it twice. A publish that timed out may still have been written: the relay then
- * publishes it again, with the same key. Thread-safe (KafkaProducer is).
+ * publishes it again, with the same key. {@code max.block.ms} defaults to the send timeout.
+ *
+ * <p>What the relay makes of its failures ({@code io.idem.store.jdbc.OutboxFailures} unwraps the
+ * {@code ExecutionException}): a timeout, Kafka's {@code RetriableException} family (metadata or
+ * broker not available, network, not enough replicas) and {@code BrokerNotAvailableException}
+ * are a destination outage, charged to no row; {@code RecordTooLargeException}, {@code
+ * InvalidTopicException}, {@code TopicAuthorizationException}, {@code SerializationException} park
+ * the row at once; anything else is one failed attempt of the row. Thread-safe (KafkaProducer is).
  */
 public final class KafkaOutboxPublisher implements OutboxPublisher {
   /** Default wait for the broker's acknowledgement of one record: 30 s. */
@@ -64,6 +71,9 @@ public final class KafkaOutboxPublisher implements OutboxPublisher {
     if (idempotence != null && !Boolean.parseBoolean(String.valueOf(idempotence))) {
       throw new IllegalArgumentException("enable.idempotence must be true for the outbox, but was " + idempotence);
     }
+    // send() itself blocks while the topic's metadata is unknown (broker down): at most the send
+    // timeout, not the producer's 60 s default, so that an outage is seen and reported quickly.
+    config.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, sendTimeout.toMillis());
     config.put(ProducerConfig.ACKS_CONFIG, "all");
     config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
     config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -74,8 +84,11 @@ public final class KafkaOutboxPublisher implements OutboxPublisher {
   /**
    * Sends the record and waits for its acknowledgement.
    *
-   * @throws ExecutionException carrying Kafka's exception when the broker refused it
+   * @throws ExecutionException carrying Kafka's exception when the broker refused it or the
+   *     producer gave up (a Kafka {@code TimeoutException} when metadata is not available)
    * @throws java.util.concurrent.TimeoutException when no acknowledgement came within the timeout
+   * @throws org.apache.kafka.common.errors.TimeoutException when the topic's metadata did not
+   *     come within {@code max.block.ms}
    */
   @Override
   public void publish(OutboxMessage message) throws Exception {

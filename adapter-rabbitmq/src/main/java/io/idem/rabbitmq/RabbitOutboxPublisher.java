@@ -26,6 +26,12 @@ import org.jspecify.annotations.Nullable;
  * {@code basic.nack} or no confirm within the timeout. One channel, opened on first use and again
  * after a failure; {@link #publish} is synchronized (a channel is one publisher's at a time). The
  * connection is the caller's: {@link #close()} closes only the channel.
+ *
+ * <p>What the outbox relay makes of its failures: a lost or refused connection ({@code
+ * AlreadyClosedException}/{@code ShutdownSignalException} of a connection-level shutdown, {@code
+ * ConnectException}) and a confirm timeout are a destination outage, charged to no row; an
+ * unroutable return, a nack or a channel-level refusal (404 on the exchange) is one failed attempt
+ * of the row.
  */
 public final class RabbitOutboxPublisher implements OutboxPublisher {
   /** Default wait for a publisher confirm: 30 s. */

@@ -31,6 +31,11 @@ import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
  *
  * <p>{@link #publish} returns once {@code SendMessage} answered (SQS has stored the message).
  * Thread-safe (SqsClient is). The client is the caller's: {@link #close()} leaves it open.
+ *
+ * <p>What the outbox relay makes of its failures: the SDK's {@code SdkClientException} (no answer:
+ * connection refused or reset, timeouts, after the SDK's own retries) and a 5xx or throttling
+ * answer are a destination outage, charged to no row; any other answer (a missing queue, an
+ * invalid attribute) is one failed attempt of the row.
  */
 public final class SqsOutboxPublisher implements OutboxPublisher {
   private static final Pattern DEDUP_ID = Pattern.compile("[\\x21-\\x7E]{1,128}");

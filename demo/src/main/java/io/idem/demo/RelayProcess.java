@@ -81,6 +81,9 @@ public final class RelayProcess {
             pauseAfter == null ? publisher : pausing(publisher, Long.parseLong(pauseAfter)))
         .name("idem-demo-relay")
         .pollInterval(Duration.ofMillis(100))
+        // A killed relay's batch comes back to the next relay when its lease ends: short, so the
+        // demo's next relay picks it up quickly (the demo's publishes take milliseconds).
+        .leaseDuration(Duration.ofSeconds(5))
         .build();
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -18,6 +18,9 @@ import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
  * sent. Arguments: the schema, the queue.
  */
 public final class OutboxRelayCrashChild {
+  /** The child's lease: its row comes back to another relay this long after the claim. */
+  static final java.time.Duration LEASE = java.time.Duration.ofSeconds(3);
+
   private OutboxRelayCrashChild() {}
 
   public static void main(String[] args) throws Exception {
@@ -34,7 +37,7 @@ public final class OutboxRelayCrashChild {
     };
     OutboxRelay relay = OutboxRelay.builder(new SqlSessionFactoryBuilder().build(new Configuration(
             new Environment("child", new JdbcTransactionFactory(), pool))), haltAfterConfirm)
-        .batchSize(1).build();
+        .batchSize(1).leaseDuration(LEASE).build();
     System.out.println("RELAYING " + queue);
     relay.relayOnce();
     System.out.println("NOT HALTED"); // reached only if the row was not published

@@ -2,6 +2,7 @@ package io.idem.spring;
 
 import io.idem.spi.OutboxPublisher;
 import io.idem.store.jdbc.OutboxRelay;
+import io.idem.store.jdbc.OutboxRelayHealth;
 import io.idem.store.jdbc.OutboxStats;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -88,16 +89,19 @@ public final class IdemOutboxRelay implements SmartLifecycle {
   }
 
   /**
-   * What the health indicator shows, from snapshots only (no query): up while the relay runs, with
-   * its last stats. <strong>The one place to switch to the relay's own health view</strong> once
-   * {@code OutboxRelay} has one: until then "running" is this lifecycle's {@link #isRunning()}.
+   * What the health indicator shows, from the relay's own {@link OutboxRelay#health()} snapshot
+   * (no query): up while the relay thread runs (down before start, after stop, and if the thread
+   * ended for any reason), with its state and its last stats.
    */
   Map<String, Object> healthView() {
     OutboxRelay relay = this.relay;
-    OutboxStats stats = relay.lastStats();
+    OutboxRelayHealth health = relay.health();
+    OutboxStats stats = health.stats();
+    boolean up = isRunning() && health.running();
     Map<String, Object> details = new LinkedHashMap<>();
-    details.put("up", isRunning());
-    details.put("running", isRunning());
+    details.put("up", up);
+    details.put("running", up);
+    details.put("status", up ? health.status() : "DOWN");
     details.put("table", relay.tableName());
     details.put("backlog", stats.backlog());
     details.put("oldestUnsentAge", stats.oldestUnsentAge().toString());
@@ -105,6 +109,15 @@ public final class IdemOutboxRelay implements SmartLifecycle {
     details.put("published", stats.published());
     details.put("failures", stats.failures());
     details.put("statsReadAt", stats.readAt().toString());
+    details.put("lastPublishAt", String.valueOf(health.lastPublishAt()));
+    details.put("lastCycleAt", String.valueOf(health.lastCycleAt()));
+    if (health.destinationUnavailableUntil() != null) {
+      details.put("destinationUnavailableUntil", health.destinationUnavailableUntil().toString());
+    }
+    details.put("consecutiveDatabaseFailures", health.consecutiveDatabaseFailures());
+    if (health.lastError() != null) {
+      details.put("lastError", health.lastError());
+    }
     return details;
   }
 }

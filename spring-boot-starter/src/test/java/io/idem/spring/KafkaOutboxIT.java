@@ -49,6 +49,7 @@ class KafkaOutboxIT extends KafkaDropInApp {
     assertThat((String) ReflectionTestUtils.invokeMethod(status, "getCode")).isEqualTo("UP");
     @SuppressWarnings("unchecked")
     Map<String, Object> details = (Map<String, Object>) ReflectionTestUtils.invokeMethod(reading, "getDetails");
-    assertThat(details).containsEntry("running", true).containsKeys("backlog", "oldestUnsentAge", "parked");
+    assertThat(details).containsEntry("running", true).containsEntry("status", "UP")
+        .containsKeys("backlog", "oldestUnsentAge", "parked", "lastPublishAt", "lastCycleAt", "consecutiveDatabaseFailures");
   }
 }

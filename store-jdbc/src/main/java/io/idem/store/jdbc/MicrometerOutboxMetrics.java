@@ -18,7 +18,15 @@ import java.util.Objects;
  *   <li>{@code idem.outbox.oldest.unsent.age} (gauge, seconds): age of the oldest of them;
  *   <li>{@code idem.outbox.parked} (gauge, rows): parked rows waiting for an operator;
  *   <li>{@code idem.outbox.published} (counter): rows this relay published and marked sent;
- *   <li>{@code idem.outbox.failures} (counter): failed publish attempts of this relay.
+ *   <li>{@code idem.outbox.failures} (counter): failed publish attempts of this relay (charged
+ *       to rows; a destination outage is not one);
+ *   <li>{@code idem.outbox.relay.running} (gauge, 1 or 0): {@link OutboxRelay#isRunning()};
+ *   <li>{@code idem.outbox.destination.unavailable} (gauge, 1 or 0): the relay is backing off a
+ *       destination outage;
+ *   <li>{@code idem.outbox.last.publish.age} (gauge, seconds): time since this relay last marked a
+ *       row sent, {@code NaN} before its first;
+ *   <li>{@code idem.outbox.claims} (counter): claims this relay made, empty ones included (keeps
+ *       moving while the relay runs and reaches the database).
  * </ul>
  */
 public final class MicrometerOutboxMetrics {
@@ -45,6 +53,23 @@ public final class MicrometerOutboxMetrics {
         .tag("outbox.table", table).tag("relay", name).register(registry);
     FunctionCounter.builder("idem.outbox.failures", relay, r -> r.lastStats().failures())
         .description("Failed publish attempts of this relay")
+        .tag("outbox.table", table).tag("relay", name).register(registry);
+    Gauge.builder("idem.outbox.relay.running", relay, r -> r.isRunning() ? 1 : 0)
+        .description("1 while the outbox relay thread runs, 0 otherwise")
+        .tag("outbox.table", table).tag("relay", name).register(registry);
+    Gauge.builder("idem.outbox.destination.unavailable", relay,
+            r -> r.health().destinationUnavailableUntil() != null ? 1 : 0)
+        .description("1 while the relay backs off a destination outage")
+        .tag("outbox.table", table).tag("relay", name).register(registry);
+    Gauge.builder("idem.outbox.last.publish.age", relay, r -> {
+          java.time.Instant last = r.health().lastPublishAt();
+          return last == null ? Double.NaN
+              : java.time.Duration.between(last, java.time.Instant.now()).toMillis() / 1e3;
+        })
+        .description("Time since this relay last marked a row sent").baseUnit("seconds")
+        .tag("outbox.table", table).tag("relay", name).register(registry);
+    FunctionCounter.builder("idem.outbox.claims", relay, OutboxRelay::claimCount)
+        .description("Claims this relay made, empty ones included")
         .tag("outbox.table", table).tag("relay", name).register(registry);
   }
 }

@@ -43,6 +43,12 @@ public final class Outbox {
   /** The schema script on this jar's class path, {@value}. */
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V2__outbox.sql";
 
+  /**
+   * The relay's lease column and the claim's index, applied after {@link #MIGRATION_RESOURCE}
+   * (PostgreSQL; idempotent): {@value}.
+   */
+  public static final String LEASE_MIGRATION_RESOURCE = "db/migration/idem/V5__outbox_lease.sql";
+
   /** Longest destination, in characters (the {@code varchar(255)} column). */
   public static final int MAX_DESTINATION_LENGTH = 255;
 
@@ -142,7 +148,7 @@ public final class Outbox {
 
   /**
    * Creates the outbox table {@code tableName} and its indexes when missing ({@link
-   * #MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
+   * #MIGRATION_RESOURCE} then {@link #LEASE_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
    * script).
    *
    * @throws IllegalArgumentException when the name is not a plain identifier
@@ -171,8 +177,9 @@ public final class Outbox {
    * the other order a table named {@code idem_outbox_2} would be renamed twice.
    */
   static String script(TableName table) {
-    String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE);
-    for (String index : new String[] {"_due_idx", "_ordering_idx"}) {
+    String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE) + "\n"
+        + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE);
+    for (String index : new String[] {"_unordered_due_idx", "_due_idx", "_ordering_idx"}) {
       sql = sql.replace(DEFAULT_TABLE + index, table.unqualified() + index);
     }
     return Pattern.compile("\\b" + DEFAULT_TABLE + "\\b(?!_)").matcher(sql)

@@ -9,13 +9,19 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import org.apache.ibatis.session.ExecutorType;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -24,37 +30,60 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Publishes the rows of an {@link Outbox} through an {@link OutboxPublisher}, at least once:
- * one thread that claims due rows in bounded batches ({@code SELECT … FOR UPDATE SKIP LOCKED}),
- * publishes each (waiting for the destination's confirmation), marks it sent and commits.
+ * Publishes the rows of an {@link Outbox} through an {@link OutboxPublisher}, at least once: one
+ * thread that claims due rows in bounded batches, publishes them outside any transaction, and
+ * marks the published ones sent in one statement.
  *
  * <ul>
- *   <li>The batch's row locks are the lease: a second relay (another thread, process or host)
- *       skips them and never publishes a row this one holds; a relay that dies releases them
- *       with its connection, and the rows are published again — with the same idempotency key,
- *       so the next Idem consumer applies them once. A crash between the confirmation and the
- *       commit is the one way a row is published twice.
- *   <li>A failed publish is retried after the {@link RetryPolicy}'s exponential, capped backoff;
- *       after its {@code maxAttempts} attempts, or at once when the publisher throws {@link
- *       NonRetryableException}, the row is parked with the reason ({@code last_error}).
- *   <li>Rows with the same ordering key are published one at a time in enqueue order, across all
- *       relays: a row waits while an earlier one with its key is unsent (in flight, backing off,
- *       or parked).
+ *   <li><b>Lease.</b> A claim is one short transaction: it writes this relay's lease token into
+ *       the rows ({@code leased_by}) and moves their {@code next_attempt_at} to the end of the
+ *       lease ({@code leaseDuration}), then commits. No row lock is held while a publish waits for
+ *       the network. A second relay never takes a leased row; the rows of a relay that died come
+ *       back when their lease ends, and are published again with the same idempotency key, so the
+ *       next Idem consumer applies them once. A crash between the confirmation and the mark is
+ *       the one way a row is published twice. Claims are serialized across relays by a
+ *       transaction-level advisory lock held for the claim's milliseconds.
+ *   <li><b>Order.</b> Rows with one ordering key are published in id order among the rows
+ *       committed when the relay claims (see docs/OUTBOX.md): per key the claim takes the first
+ *       rows in id order, up to {@code batchSize}, when the key's lowest-id unsent row is due, and
+ *       the relay stops the key at its first failure in the batch. A key whose lowest unsent row
+ *       is in flight, backing off or parked holds every row behind it.
+ *   <li><b>What is charged to a row.</b> What the publisher throws for a row ({@link Throwable},
+ *       an {@link Error} included) is classified ({@link OutboxFailureKind}, default {@link
+ *       OutboxFailures#classify}). A {@link OutboxFailureKind#ROW row failure} is one attempt: the
+ *       row is retried after the {@link RetryPolicy}'s backoff, and parked with the reason after
+ *       {@code maxAttempts} attempts or at once when no retry can succeed ({@link
+ *       OutboxFailures#isRetryable}: a {@link NonRetryableException} or a declared non-retryable
+ *       type anywhere in the cause chain, a broker client's own refusal for good). A {@link
+ *       OutboxFailureKind#DESTINATION_UNAVAILABLE destination outage} is charged to no row: the
+ *       batch ends, its unpublished rows are due again, and the relay waits the policy's backoff
+ *       (1st, 2nd … outage in a row) before its next claim. A database failure is charged to no
+ *       row either: the relay logs it and claims again after {@code pollInterval}.
+ *   <li><b>Pace.</b> The relay claims again at once while rows are due; it sleeps {@code
+ *       pollInterval} only when a claim over every ordering key found nothing due. A claim reads
+ *       the due unordered rows through an index and one index probe per ordering key with unsent
+ *       rows (at most {@code batchSize} keys per claim, in turn), never the rows behind a blocked
+ *       key's head: its cost does not grow with a blocked backlog.
+ *   <li><b>Liveness.</b> The thread survives anything a publisher or the database throws: it
+ *       logs at ERROR (with the row id for a publisher's {@code Error}) and goes on. {@link
+ *       #isRunning()}, {@link #health()} and {@link #lastStats()} say whether it runs, when it last
+ *       published and claimed.
  * </ul>
  *
- * <p>Each batch is one transaction; keep it short with {@code batchSize} and the publisher's own
- * timeouts (a publish that hangs holds the batch's locks). Thread-safe; {@link #start()} once,
- * {@link #close()} finishes the batch in flight and stops. The publisher is not closed by the
- * relay.
+ * <p>Thread-safe; {@link #start()} once, {@link #close()} finishes the row in flight, leaves the
+ * rest of its batch due and stops. The publisher is not closed by the relay. Keep {@code
+ * leaseDuration} above the time a batch takes to publish (the relay stops publishing a batch once
+ * half of its lease has passed, and leaves the rest due).
  */
 public final class OutboxRelay implements AutoCloseable {
-  /** Default rows per batch (one transaction): {@value}. */
+  /** Default rows per batch (one claim, one mark): {@value}. */
   public static final int DEFAULT_BATCH_SIZE = 100;
-  /** Default wait between polls when the last batch was not full: 200 ms. */
+  /** Default wait after a claim over every ordering key found nothing due: 200 ms. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(200);
   /**
    * Default {@link Builder#retryPolicy retry policy}: 10 attempts before a row is parked, 1 s
-   * after the first failure doubling up to 5 min, ±20 % jitter.
+   * after the first failure doubling up to 5 min, ±20 % jitter; also the relay's backoff while
+   * the destination is unavailable.
    */
   public static final RetryPolicy DEFAULT_RETRY_POLICY = RetryPolicy.builder().maxAttempts(10)
       .initialBackoff(Duration.ofSeconds(1)).maxBackoff(Duration.ofMinutes(5)).build();
@@ -62,8 +91,15 @@ public final class OutboxRelay implements AutoCloseable {
   public static final Duration DEFAULT_STATS_INTERVAL = Duration.ofSeconds(10);
   /** Default time {@link #close()} waits for the batch in flight: 30 s. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
+  /**
+   * Default lease of a claimed batch: 1 min (twice the publishers' default 30 s timeouts, so that
+   * a publish started before half the lease ends within it).
+   */
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(1);
   /** Longest stored error text, in characters: {@value}. */
   static final int MAX_ERROR_LENGTH = 2000;
+  /** The advisory lock class of the claim lock (the table's name hash is the other half). */
+  private static final int CLAIM_LOCK_CLASS = 0x1de0_0b0c;
 
   private static final Logger LOG = LoggerFactory.getLogger(OutboxRelay.class);
 
@@ -75,15 +111,29 @@ public final class OutboxRelay implements AutoCloseable {
   private final RetryPolicy retryPolicy;
   private final Duration statsInterval;
   private final Duration closeTimeout;
+  private final Duration leaseDuration;
+  private final Function<Throwable, OutboxFailureKind> classifier;
   private final String name;
+  /** Written into leased_by: unique per relay instance, even when two share a name. */
+  private final String leaseToken;
   private final CountDownLatch stopping = new CountDownLatch(1);
   private final AtomicLong published = new AtomicLong();
   private final AtomicLong failures = new AtomicLong();
+  private final AtomicLong claims = new AtomicLong();
   private final AtomicReference<OutboxStats> lastStats;
   private final Object lifecycle = new Object();
-  private @Nullable Thread thread;
+  private volatile @Nullable Thread thread;
+  private volatile boolean threadEnded;
+  private volatile @Nullable Instant lastPublishAt;
+  private volatile @Nullable Instant lastCycleAt;
+  private volatile @Nullable Instant destinationUnavailableUntil;
+  private volatile @Nullable String lastError;
+  private volatile int consecutiveDatabaseFailures;
+  /** Outages in a row (the circuit breaker's backoff exponent); only the relay thread writes it. */
+  private int consecutiveOutages;
+  /** The last ordering key the previous claim visited; the next claim goes on after it. */
+  private volatile @Nullable String keyCursor;
   private long nextStatsNanos;
-  private int consecutiveDatabaseFailures;
 
   private OutboxRelay(Builder b) {
     this.sessions = b.sessions;
@@ -94,7 +144,10 @@ public final class OutboxRelay implements AutoCloseable {
     this.retryPolicy = b.retryPolicy;
     this.statsInterval = b.statsInterval;
     this.closeTimeout = b.closeTimeout;
+    this.leaseDuration = b.leaseDuration;
+    this.classifier = OutboxFailures.withDefault(b.classifier);
     this.name = b.name;
+    this.leaseToken = abbreviate(b.name, 200) + "/" + UUID.randomUUID();
     this.lastStats = new AtomicReference<>(new OutboxStats(0, Duration.ZERO, 0, 0, 0, Instant.EPOCH));
   }
 
@@ -118,63 +171,206 @@ public final class OutboxRelay implements AutoCloseable {
       }
       Thread t = new Thread(this::run, name);
       t.setDaemon(true);
+      t.setUncaughtExceptionHandler((th, e) -> LOG.error("outbox relay {} stopped: {}", name, errorText(e), e));
       thread = t;
       t.start();
     }
   }
 
   /**
-   * Claims one batch, publishes it, marks it and commits, in the calling thread; what the relay
-   * thread does in a loop (tests and schedulers of one's own call it directly).
+   * Claims one batch, publishes it and marks it, in the calling thread; what the relay thread
+   * does in a loop (tests and schedulers of one's own call it directly). Ignores the destination
+   * circuit breaker (the loop honours it).
    *
-   * @return the rows claimed (published, failed or parked); {@code 0} when none was due
-   * @throws RuntimeException when the database failed (the batch's transaction is rolled back: its
-   *     rows, published or not, are published again later)
+   * @return the rows claimed (published, failed, parked or left due); {@code 0} when none was due
+   * @throws RuntimeException when the database failed (charged to no row: rows claimed and not
+   *     marked come back when their lease ends)
    */
   public int relayOnce() {
-    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
-      String ns = outbox.namespace(session);
-      List<Map<String, Object>> rows = session.selectList(ns + ".claim", Map.of("maxRows", batchSize));
-      for (Map<String, Object> row : rows) {
+    return cycle().claimed;
+  }
+
+  /** What one claim and its publishing did. */
+  private record Cycle(int claimed, boolean nothingDue, boolean outage) {}
+
+  private Cycle cycle() {
+    String startCursor = keyCursor;
+    List<OutboxMessage> batch = claim();
+    lastCycleAt = Instant.now();
+    if (batch.isEmpty()) {
+      return new Cycle(0, startCursor == null && keyCursor == null, false);
+    }
+    long claimedAt = System.nanoTime();
+    List<Long> sent = new ArrayList<>();
+    List<Long> left = new ArrayList<>();
+    Set<String> stoppedKeys = new HashSet<>();
+    boolean outage = false;
+    boolean stop = false;
+    int done = 0;
+    try {
+      for (OutboxMessage message : batch) {
+        done++;
+        if (stop || outage || (message.orderingKey() != null && stoppedKeys.contains(message.orderingKey()))) {
+          left.add(message.id());
+          continue;
+        }
         if ((stopping.getCount() == 0 && Thread.currentThread() == thread)
-            || !publishOne(session, ns, message(row))) {
-          break; // closing or interrupted: the rows not yet published stay due, released at commit
+            || System.nanoTime() - claimedAt > leaseDuration.toNanos() / 2) {
+          stop = true; // closing, or the lease is half gone: the rest stays due for the next claim
+          left.add(message.id());
+          continue;
+        }
+        Throwable failure = publish(message);
+        if (failure == null) {
+          sent.add(message.id());
+          consecutiveOutages = 0;
+          continue;
+        }
+        if (failure instanceof InterruptedException && (stopping.getCount() == 0 || Thread.currentThread().isInterrupted())) {
+          Thread.currentThread().interrupt();
+          stop = true; // shutdown: the row was not attempted
+          left.add(message.id());
+          continue;
+        }
+        OutboxFailureKind kind = kindOf(failure);
+        lastError = "row " + message.id() + ": " + errorText(failure);
+        if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
+          outage = true;
+          left.add(message.id());
+          openCircuit(message, failure);
+        } else {
+          if (message.orderingKey() != null) {
+            stoppedKeys.add(message.orderingKey());
+          }
+          chargeFailure(message, failure);
         }
       }
-      session.commit();
-      return rows.size();
+    } catch (RuntimeException databaseFailure) {
+      // Charging a row failed: keep what was published (marked sent if the database lets us),
+      // leave the rest due; the failure is the database's, charged to no row.
+      for (OutboxMessage m : batch.subList(done, batch.size())) {
+        left.add(m.id());
+      }
+      try {
+        mark(sent, left);
+      } catch (RuntimeException alsoFailed) {
+        databaseFailure.addSuppressed(alsoFailed);
+      }
+      throw databaseFailure;
+    }
+    boolean interrupted = Thread.interrupted(); // JDBC below must not see the shutdown's interrupt
+    try {
+      mark(sent, left);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return new Cycle(batch.size(), false, outage);
+  }
+
+  /** Publishes one row; returns what it threw (anything), or {@code null} once confirmed. */
+  private @Nullable Throwable publish(OutboxMessage message) {
+    try {
+      publisher.publish(message);
+      return null;
+    } catch (Throwable e) { // an Error of a serializer is this row's failure, not the relay's end
+      if (e instanceof Error) {
+        LOG.error("outbox relay {}: the publisher threw {} for outbox row {} (key {}, destination {})",
+            name, e.getClass().getName(), message.id(), message.idempotencyKey(), message.destination(), e);
+      }
+      return e;
+    }
+  }
+
+  private OutboxFailureKind kindOf(Throwable failure) {
+    try {
+      return classifier.apply(failure);
+    } catch (RuntimeException e) {
+      LOG.error("outbox relay {}: the failure classifier threw; the failure counts as the row's", name, e);
+      return OutboxFailureKind.ROW;
+    }
+  }
+
+  private void openCircuit(OutboxMessage message, Throwable failure) {
+    consecutiveOutages++;
+    Duration wait = retryPolicy.backoff(consecutiveOutages);
+    destinationUnavailableUntil = Instant.now().plus(wait);
+    if (Integer.bitCount(consecutiveOutages) == 1) { // 1, 2, 4, 8 …: visible, not a flood
+      LOG.warn("outbox relay {}: destination {} unavailable ({} in a row) at row {}; no row charged,"
+              + " next try in {}: {}", name, message.destination(), consecutiveOutages, message.id(),
+          wait, errorText(failure));
+    }
+  }
+
+  private void chargeFailure(OutboxMessage message, Throwable failure) {
+    failures.incrementAndGet();
+    boolean park = !OutboxFailures.isRetryable(failure, retryPolicy)
+        || message.attempt() >= retryPolicy.maxAttempts();
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      session.update(outbox.namespace(session) + ".markFailed", Map.of("id", message.id(),
+          "error", errorText(failure), "backoffMillis", retryPolicy.backoff(message.attempt()).toMillis(),
+          "park", park, "relay", leaseToken));
+    }
+    if (park) {
+      LOG.warn("outbox row {} (key {}, destination {}) parked after {} attempt(s): {}",
+          message.id(), message.idempotencyKey(), message.destination(), message.attempt(),
+          errorText(failure));
+    } else {
+      LOG.debug("outbox row {} attempt {} failed", message.id(), message.attempt(), failure);
+    }
+  }
+
+  /** Marks the published rows sent and the rows left due again, each in one short statement. */
+  private void mark(List<Long> sent, List<Long> left) {
+    if (sent.isEmpty() && left.isEmpty()) {
+      return;
+    }
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      String ns = outbox.namespace(session);
+      if (!sent.isEmpty()) {
+        session.update(ns + ".markSent", Map.of("ids", sent));
+        published.addAndGet(sent.size());
+        lastPublishAt = Instant.now();
+      }
+      if (!left.isEmpty()) {
+        session.update(ns + ".release", Map.of("ids", left, "relay", leaseToken));
+      }
     }
   }
 
   /**
-   * Publishes one row and records the outcome in the batch's transaction.
-   *
-   * @return {@code false} when the thread was interrupted (shutdown): the row is left as it was,
-   *     not counted as an attempt, and the batch ends
+   * One short transaction: the claim lock, the heads of the next ordering keys, the lease.
+   * Advances {@link #keyCursor}: to the last key visited, or back to the first when the scan
+   * reached the end of the keys.
    */
-  private boolean publishOne(SqlSession session, String ns, OutboxMessage message) {
-    try {
-      publisher.publish(message);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    } catch (Exception e) {
-      failures.incrementAndGet();
-      boolean park = !retryPolicy.isRetryable(e) || message.attempt() >= retryPolicy.maxAttempts();
-      session.update(ns + ".markFailed", Map.of("id", message.id(), "error", errorText(e),
-          "backoffMillis", retryPolicy.backoff(message.attempt()).toMillis(), "park", park));
-      if (park) {
-        LOG.warn("outbox row {} (key {}, destination {}) parked after {} attempt(s): {}",
-            message.id(), message.idempotencyKey(), message.destination(), message.attempt(),
-            errorText(e));
-      } else {
-        LOG.debug("outbox row {} attempt {} failed", message.id(), message.attempt(), e);
+  private List<OutboxMessage> claim() {
+    List<Map<String, Object>> rows;
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
+      String ns = outbox.namespace(session);
+      session.selectOne(ns + ".claimLock", Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName()));
+      Map<String, Object> headParams = new HashMap<>();
+      headParams.put("after", keyCursor);
+      headParams.put("maxKeys", batchSize);
+      List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
+      List<String> keys = new ArrayList<>();
+      for (Map<String, Object> head : heads) {
+        if (Boolean.TRUE.equals(head.get("due"))) {
+          keys.add((String) head.get("orderingKey"));
+        }
       }
-      return !Thread.currentThread().isInterrupted();
+      rows = session.selectList(ns + ".claim", Map.of("keys", keys, "maxRows", batchSize,
+          "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken));
+      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
+      claims.incrementAndGet();
+      keyCursor = heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey");
     }
-    session.update(ns + ".markSent", Map.of("id", message.id()));
-    published.incrementAndGet();
-    return !Thread.currentThread().isInterrupted();
+    List<OutboxMessage> batch = new ArrayList<>(rows.size());
+    for (Map<String, Object> row : rows) {
+      batch.add(message(row));
+    }
+    batch.sort(Comparator.comparingLong(OutboxMessage::id));
+    return batch;
   }
 
   /**
@@ -199,11 +395,35 @@ public final class OutboxRelay implements AutoCloseable {
   /**
    * The counts the relay thread last read (every {@code statsInterval}), with this relay's
    * current {@code published} and {@code failures}; what the Micrometer gauges show. No query.
+   * While the relay runs, {@link OutboxStats#readAt()} keeps moving; when it stops, {@link
+   * #isRunning()} and {@link #health()} say so.
    */
   public OutboxStats lastStats() {
     OutboxStats s = lastStats.get();
     return new OutboxStats(s.backlog(), s.oldestUnsentAge(), s.parked(), published.get(),
         failures.get(), s.readAt());
+  }
+
+  /**
+   * True while the relay thread is alive and the relay was not closed; false before {@link
+   * #start()}, after {@link #close()}, and if the thread ended otherwise (logged at ERROR).
+   */
+  public boolean isRunning() {
+    Thread t = thread;
+    return t != null && t.isAlive() && !threadEnded && stopping.getCount() > 0;
+  }
+
+  /** The relay's state now, from memory (no query); what a health indicator shows. */
+  public OutboxRelayHealth health() {
+    Instant until = destinationUnavailableUntil;
+    return new OutboxRelayHealth(isRunning(), lastPublishAt, lastCycleAt,
+        until != null && until.isAfter(Instant.now()) ? until : null,
+        consecutiveDatabaseFailures, lastError, lastStats());
+  }
+
+  /** Claims this relay made (the claim transactions that committed, empty ones included). */
+  public long claimCount() {
+    return claims.get();
   }
 
   /** The relay's name (its thread's name). */
@@ -217,8 +437,9 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * Stops claiming, lets the batch in flight finish (its row in flight published and marked; the
-   * rest left due), and waits up to {@code closeTimeout}; then interrupts the thread. Idempotent.
+   * Stops claiming, lets the row in flight finish (published and marked; the rest of its batch
+   * left due, not charged), and waits up to {@code closeTimeout}; then interrupts the thread.
+   * Idempotent.
    */
   @Override
   public void close() {
@@ -243,29 +464,73 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   private void run() {
-    while (stopping.getCount() > 0) {
-      int claimed = 0;
-      try {
-        claimed = relayOnce();
-        consecutiveDatabaseFailures = 0;
-        if (System.nanoTime() - nextStatsNanos >= 0) {
-          nextStatsNanos = System.nanoTime() + statsInterval.toNanos();
-          stats();
-        }
-      } catch (RuntimeException e) {
-        consecutiveDatabaseFailures++;
-        if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
-          LOG.warn("outbox relay {}: batch failed ({} in a row), retrying in {}: {}", name,
-              consecutiveDatabaseFailures, pollInterval, errorText(e));
-        }
+    try {
+      loop();
+    } catch (Throwable e) { // not reached by design; if it is, say so loudly
+      lastError = "relay stopped: " + errorText(e);
+      LOG.error("outbox relay {} stopped: {}", name, errorText(e), e);
+    } finally {
+      threadEnded = true;
+      if (stopping.getCount() > 0) {
+        LOG.error("outbox relay {} is no longer running although it was not closed; rows stay unsent"
+            + " until a relay runs", name);
       }
-      if (claimed < batchSize) {
+    }
+  }
+
+  private void loop() {
+    while (stopping.getCount() > 0) {
+      Duration wait = Duration.ZERO;
+      try {
+        Cycle cycle = cycle();
+        if (consecutiveDatabaseFailures > 0) {
+          LOG.info("outbox relay {}: the database is back after {} failure(s)", name, consecutiveDatabaseFailures);
+        }
+        consecutiveDatabaseFailures = 0;
+        if (cycle.outage) {
+          Instant until = destinationUnavailableUntil;
+          wait = until == null ? pollInterval : Duration.between(Instant.now(), until);
+        } else if (cycle.nothingDue) {
+          wait = pollInterval;
+        }
+        if (!cycle.outage && cycle.claimed > 0) {
+          destinationUnavailableUntil = null;
+        }
+        refreshStats();
+      } catch (Throwable e) { // the database (or anything else): charged to no row
+        if (stopping.getCount() == 0) {
+          return;
+        }
+        consecutiveDatabaseFailures++;
+        lastError = errorText(e);
+        if (lastError.contains("leased_by") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+          LOG.error("outbox relay {}: table {} has no leased_by column: apply {} (Flyway does, as does"
+              + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+              Outbox.LEASE_MIGRATION_RESOURCE);
+        }
+        if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
+          LOG.error("outbox relay {}: the batch failed ({} in a row), no row charged, retrying in {}: {}",
+              name, consecutiveDatabaseFailures, pollInterval, errorText(e), e);
+        }
+        wait = pollInterval;
+      }
+      if (!wait.isNegative() && !wait.isZero()) {
         try {
-          stopping.await(pollInterval.toMillis(), TimeUnit.MILLISECONDS);
+          stopping.await(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
           return;
         }
       }
+      if (Thread.currentThread().isInterrupted()) {
+        return;
+      }
+    }
+  }
+
+  private void refreshStats() {
+    if (System.nanoTime() - nextStatsNanos >= 0) {
+      nextStatsNanos = System.nanoTime() + statsInterval.toNanos();
+      stats();
     }
   }
 
@@ -276,18 +541,22 @@ public final class OutboxRelay implements AutoCloseable {
         (Integer) row.get("attempts") + 1, ((OffsetDateTime) row.get("enqueuedAt")).toInstant());
   }
 
+  private static String abbreviate(String text, int max) {
+    return text.length() <= max ? text : text.substring(0, max);
+  }
+
   static String errorText(Throwable e) {
     StringBuilder text = new StringBuilder();
-    for (Throwable t = e; t != null && text.length() < MAX_ERROR_LENGTH; t = t.getCause()) {
+    for (Throwable t : OutboxFailures.causes(e)) {
+      if (text.length() >= MAX_ERROR_LENGTH) {
+        break;
+      }
       if (text.length() > 0) {
         text.append(" <- ");
       }
       text.append(t.getClass().getName());
       if (t.getMessage() != null) {
         text.append(": ").append(t.getMessage());
-      }
-      if (t.getCause() == t) {
-        break;
       }
     }
     return text.length() > MAX_ERROR_LENGTH ? text.substring(0, MAX_ERROR_LENGTH) : text.toString();
@@ -304,6 +573,8 @@ public final class OutboxRelay implements AutoCloseable {
     private Duration statsInterval = DEFAULT_STATS_INTERVAL;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
     private String name = "idem-outbox-relay";
+    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
+    private Function<Throwable, @Nullable OutboxFailureKind> classifier = failure -> null;
     private boolean createTableIfMissing;
 
     private Builder(SqlSessionFactory sessions, OutboxPublisher publisher) {
@@ -317,13 +588,13 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** Rows per batch (one transaction), default {@value OutboxRelay#DEFAULT_BATCH_SIZE}; >= 1. */
+    /** Rows per batch (one claim), and most rows per ordering key in it, default {@value OutboxRelay#DEFAULT_BATCH_SIZE}; >= 1. */
     public Builder batchSize(int value) {
       this.batchSize = value;
       return this;
     }
 
-    /** Wait after a batch that was not full, default {@link OutboxRelay#DEFAULT_POLL_INTERVAL}; > 0. */
+    /** Wait after a claim over every ordering key found nothing due, default {@link OutboxRelay#DEFAULT_POLL_INTERVAL}; > 0. */
     public Builder pollInterval(Duration value) {
       this.pollInterval = Objects.requireNonNull(value, "pollInterval");
       return this;
@@ -352,6 +623,27 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
+    /**
+     * How long a claimed batch is this relay's, default {@link OutboxRelay#DEFAULT_LEASE_DURATION};
+     * > 0. Rows of a relay that died are claimable again after it; keep it above twice the
+     * publisher's timeout for one publish (the relay starts no publish once half of the lease has
+     * passed and leaves the batch's remaining rows due).
+     */
+    public Builder leaseDuration(Duration value) {
+      this.leaseDuration = Objects.requireNonNull(value, "leaseDuration");
+      return this;
+    }
+
+    /**
+     * Classifies what a publisher of one's own throws, before the default ({@link
+     * OutboxFailures#classify}), which is used when {@code value} returns {@code null}. Called on
+     * the relay thread; must not throw (if it does, the failure counts as the row's).
+     */
+    public Builder failureClassifier(Function<Throwable, @Nullable OutboxFailureKind> value) {
+      this.classifier = Objects.requireNonNull(value, "failureClassifier");
+      return this;
+    }
+
     /** The thread's name and the logs', default {@code idem-outbox-relay}. */
     public Builder name(String value) {
       this.name = Objects.requireNonNull(value, "name");
@@ -375,6 +667,7 @@ public final class OutboxRelay implements AutoCloseable {
       Settings.positive("pollInterval", pollInterval);
       Settings.positive("statsInterval", statsInterval);
       Settings.notNegative("closeTimeout", closeTimeout);
+      Settings.positive("leaseDuration", leaseDuration);
       StartupChecks.requireTransactionFactory(sessions.getConfiguration());
       TableName table = TableName.of(tableName);
       if (createTableIfMissing) {

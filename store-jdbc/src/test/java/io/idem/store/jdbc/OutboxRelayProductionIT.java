@@ -1,0 +1,337 @@
+package io.idem.store.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.zaxxer.hikari.HikariDataSource;
+import io.idem.RetryPolicy;
+import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublisher;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.ibatis.mapping.BoundSql;
+import org.apache.ibatis.mapping.ParameterMapping;
+import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The relay in production conditions on the real PostgreSQL: it survives a publisher's {@link
+ * Error}, drains a hot ordering key without sleeping while rows are due, and its claim reads an
+ * index, not the blocked backlog, at 100,000 rows (EXPLAIN ANALYZE). Each test has a schema.
+ */
+class OutboxRelayProductionIT {
+  private static final Outbox OUTBOX = Outbox.ofDefaults();
+  private HikariDataSource pool;
+  /** This test's sessions in pg_stat_activity (other runs share the server). */
+  private String applicationName;
+  private SqlSessionFactory sessions;
+  private final List<OutboxRelay> relays = new ArrayList<>();
+
+  @BeforeEach
+  void setUp() {
+    String schema = StoreTests.newSchema("outbox_prod");
+    applicationName = "idem-it-" + schema;
+    pool = StoreTests.pool(schema, applicationName, null, c -> c.setMaximumPoolSize(6));
+    sessions = MyBatisProcessedEventStoreIT.sessions(pool);
+    Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
+  }
+
+  @AfterEach
+  void tearDown() {
+    relays.forEach(OutboxRelay::close);
+    pool.close();
+  }
+
+  private void enqueue(List<OutboxEntry> entries) {
+    try (SqlSession session = sessions.openSession(false)) {
+      for (OutboxEntry e : entries) {
+        assertThat(OUTBOX.enqueue(session, e)).isTrue();
+      }
+      session.commit();
+    }
+  }
+
+  private static OutboxEntry entry(String key, String orderingKey) {
+    return new OutboxEntry(key, "receipts", orderingKey, key.getBytes(StandardCharsets.UTF_8), Map.of());
+  }
+
+  private OutboxRelay started(OutboxRelay relay) {
+    relays.add(relay);
+    relay.start();
+    return relay;
+  }
+
+  private static int recurse(int depth) {
+    return depth == Integer.MAX_VALUE ? depth : recurse(depth + 1) + 1; // a serializer gone wrong
+  }
+
+  /**
+   * A publisher whose serializer overflows the stack for one row among 300: the relay thread
+   * lives on (logs the row id at ERROR), the 299 other rows are sent, the row is charged each
+   * attempt and parked after maxAttempts, and the relay still runs and says what happened.
+   */
+  @Test
+  void aPublisherErrorForOneRowIsThatRowsFailedAttemptAndTheRelayRunsOn() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      entries.add(entry(String.format("soe-%03d", i), null));
+    }
+    enqueue(entries);
+    long poisoned = StoreTests.count(pool, "SELECT id FROM idem_outbox WHERE idempotency_key = 'soe-040'");
+    List<Long> published = new CopyOnWriteArrayList<>();
+    OutboxPublisher publisher = message -> {
+      if (message.id() == poisoned) {
+        recurse(0);
+      }
+      published.add(message.id());
+    };
+    Duration backoff = Duration.ofMillis(50);
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(50)
+        .pollInterval(Duration.ofMillis(20)).statsInterval(Duration.ofMillis(50)).name("soe-relay")
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3).initialBackoff(backoff).maxBackoff(backoff).jitter(0).build())
+        .build());
+
+    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() ->
+        StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND parked_at IS NULL") == 0);
+
+    assertThat(published).hasSize(299).doesNotContain(poisoned).doesNotHaveDuplicates();
+    assertThat(StoreTests.count(pool, "SELECT attempts FROM idem_outbox WHERE id = " + poisoned)).isEqualTo(3);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE id = " + poisoned
+        + " AND parked_at IS NOT NULL AND last_error LIKE 'java.lang.StackOverflowError%'")).isEqualTo(1);
+    assertThat(relay.isRunning()).isTrue();
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+      OutboxRelayHealth health = relay.health();
+      assertThat(health.running()).isTrue();
+      assertThat(health.status()).isEqualTo("UP");
+      assertThat(health.lastPublishAt()).isNotNull();
+      assertThat(health.lastError()).contains("row " + poisoned).contains("StackOverflowError");
+      assertThat(health.stats().parked()).isEqualTo(1);
+      assertThat(health.stats().published()).isEqualTo(299);
+      assertThat(health.stats().failures()).isEqualTo(3);
+    });
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    MicrometerOutboxMetrics.bind(registry, relay);
+    assertThat(registry.get("idem.outbox.relay.running").gauge().value()).isEqualTo(1.0);
+    assertThat(registry.get("idem.outbox.destination.unavailable").gauge().value()).isZero();
+    assertThat(registry.get("idem.outbox.last.publish.age").gauge().value()).isNotNaN().isNotNegative();
+    assertThat(registry.get("idem.outbox.claims").functionCounter().count()).isPositive();
+    java.time.Instant cycle = relay.health().lastCycleAt();
+    await().atMost(Duration.ofSeconds(30)).until(() -> relay.health().lastCycleAt().isAfter(cycle));
+    relay.close();
+    assertThat(relay.isRunning()).isFalse();
+    assertThat(relay.health().status()).isEqualTo("DOWN");
+    assertThat(registry.get("idem.outbox.relay.running").gauge().value()).isZero();
+  }
+
+  /**
+   * The claim fails for a while (the table renamed away under the running relay): a database
+   * failure is charged to no row, the relay keeps running and says it is degraded, and publishes
+   * everything once the table is back.
+   */
+  @Test
+  void aDatabaseFailureIsChargedToNoRowAndTheRelayRunsOn() throws Exception {
+    StoreTests.execute(pool, "ALTER TABLE idem_outbox RENAME TO idem_outbox_away");
+    List<Long> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.id()))
+        .pollInterval(Duration.ofMillis(20)).name("db-failure-relay").build());
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> relay.health().consecutiveDatabaseFailures() >= 3);
+    assertThat(relay.isRunning()).isTrue();
+    assertThat(relay.health().status()).isEqualTo("DEGRADED");
+    assertThat(relay.health().lastError()).contains("idem_outbox");
+    StoreTests.execute(pool, "ALTER TABLE idem_outbox_away RENAME TO idem_outbox");
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      entries.add(entry("db-" + i, i % 2 == 0 ? "k" : null));
+    }
+    enqueue(entries);
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> published.size() == 10);
+    await().atMost(Duration.ofSeconds(30)).until(() -> relay.health().consecutiveDatabaseFailures() == 0);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE attempts <> 1 OR sent_at IS NULL")).isZero();
+    assertThat(relay.lastStats().failures()).isZero();
+  }
+
+  /**
+   * The order the relay guarantees is id order among the rows committed when it claims, not
+   * commit order: a transaction that took an id first and commits last is published after rows
+   * with higher ids (OUTBOX.md, guarantee 5).
+   */
+  @Test
+  void aRowCommittedAfterAHigherIdIsPublishedAfterIt() throws Exception {
+    List<String> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.idempotencyKey())).build();
+    try (SqlSession slow = sessions.openSession(false)) {
+      assertThat(OUTBOX.enqueue(slow, entry("first-id", "order-9"))).isTrue(); // takes the lower id
+      enqueue(List.of(entry("second-id", "order-9"))); // a concurrent transaction commits first
+      assertThat(relay.relayOnce()).isEqualTo(1);
+      slow.commit();
+    }
+    assertThat(relay.relayOnce()).isEqualTo(1);
+    assertThat(published).containsExactly("second-id", "first-id");
+  }
+
+  /**
+   * The recipe for a strict per-key order: each transaction locks the aggregate's row before it
+   * enqueues, so the second one takes its id only after the first committed; ids then follow
+   * commit order and the relay publishes in it.
+   */
+  @Test
+  void lockingTheAggregateBeforeEnqueueingGivesCommitOrder() throws Exception {
+    StoreTests.execute(pool, "CREATE TABLE orders (id text PRIMARY KEY)", "INSERT INTO orders VALUES ('order-9')");
+    List<String> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.idempotencyKey())).build();
+    Thread second;
+    try (SqlSession first = sessions.openSession(false)) {
+      StoreTests.execute(first, "SELECT id FROM orders WHERE id = 'order-9' FOR UPDATE");
+      second = new Thread(() -> {
+        try (SqlSession s = sessions.openSession(false)) {
+          StoreTests.execute(s, "SELECT id FROM orders WHERE id = 'order-9' FOR UPDATE"); // waits for first
+          OUTBOX.enqueue(s, entry("committed-second", "order-9"));
+          s.commit();
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }, "second-writer");
+      second.start();
+      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() ->
+          StoreTests.count(pool, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+              + " AND application_name = '" + applicationName + "' AND query LIKE '%FROM orders%FOR UPDATE%'") > 0);
+      assertThat(OUTBOX.enqueue(first, entry("committed-first", "order-9"))).isTrue();
+      first.commit();
+    }
+    second.join(30_000);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox a JOIN idem_outbox b"
+        + " ON a.idempotency_key = 'committed-first' AND b.idempotency_key = 'committed-second' AND a.id < b.id"))
+        .as("ids follow commit order").isEqualTo(1);
+    while (relay.relayOnce() > 0) {
+      // drain
+    }
+    assertThat(published).containsExactly("committed-first", "committed-second");
+  }
+
+  /**
+   * 200 rows of one ordering key: the relay takes up to batchSize rows of the key per claim and
+   * claims again at once while rows are due. With a pollInterval of 10 minutes a single sleep
+   * would outlast the wait below; the claims are counted too (4 full batches and one empty).
+   */
+  @Test
+  void aHotKeyDrainsWithoutSleepingBetweenBatchesInOrder() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      entries.add(entry(String.format("hot-%03d", i), "hot-key"));
+    }
+    enqueue(entries);
+    List<Long> published = new CopyOnWriteArrayList<>();
+    Duration pollInterval = Duration.ofMinutes(10);
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.id()))
+        .batchSize(50).pollInterval(pollInterval).name("hot-relay").build());
+
+    await().atMost(pollInterval.dividedBy(2)).pollInterval(Duration.ofMillis(50)).until(() -> published.size() == 200);
+    assertThat(published).isSorted().doesNotHaveDuplicates();
+    await().atMost(Duration.ofSeconds(30)).until(() ->
+        StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL") == 0);
+    assertThat(relay.claimCount()).as("4 batches of 50 and the empty claim before the sleep").isLessThanOrEqualTo(5);
+  }
+
+  /**
+   * The claim at 100,000 unsent rows: 100,000 behind one parked head, plus a few due rows of
+   * other keys and without a key. EXPLAIN (ANALYZE, BUFFERS) of both statements of the claim:
+   * no sequential scan of the outbox, and the buffers touched stay far below the table's pages
+   * (the blocked rows are not read).
+   */
+  @Test
+  void theClaimReadsAnIndexNotTheBlockedBacklog() throws Exception {
+    StoreTests.execute(pool,
+        "INSERT INTO idem_outbox (idempotency_key, destination, ordering_key, payload, parked_at)"
+            + " VALUES ('head', 'receipts', 'blocked', '\\x00', now())",
+        "INSERT INTO idem_outbox (idempotency_key, destination, ordering_key, payload)"
+            + " SELECT 'behind-' || g, 'receipts', 'blocked', decode(repeat('ab', 100), 'hex')"
+            + " FROM generate_series(1, 100000) g",
+        "INSERT INTO idem_outbox (idempotency_key, destination, ordering_key, payload)"
+            + " SELECT 'other-' || g, 'receipts', 'key-' || (g % 5), '\\x00' FROM generate_series(1, 10) g",
+        "INSERT INTO idem_outbox (idempotency_key, destination, payload)"
+            + " SELECT 'free-' || g, 'receipts', '\\x00' FROM generate_series(1, 10) g",
+        "ANALYZE idem_outbox");
+    long pages = StoreTests.count(pool, "SELECT relpages FROM pg_class WHERE oid = 'idem_outbox'::regclass");
+    assertThat(pages).as("the table is large enough to tell a scan").isGreaterThan(2000);
+
+    List<String> keys = new ArrayList<>();
+    try (SqlSession session = sessions.openSession(false)) {
+      String ns = OUTBOX.namespace(session);
+      Map<String, Object> headParams = new HashMap<>();
+      headParams.put("after", null);
+      headParams.put("maxKeys", 100);
+      JsonNode heads = explain(session, ns + ".heads", headParams);
+      assertIndexOnly(heads, pages);
+      for (Map<String, Object> head : session.<Map<String, Object>>selectList(ns + ".heads", headParams)) {
+        if (Boolean.TRUE.equals(head.get("due"))) {
+          keys.add((String) head.get("orderingKey"));
+        }
+      }
+      assertThat(keys).containsExactlyInAnyOrder("key-0", "key-1", "key-2", "key-3", "key-4");
+      JsonNode claim = explain(session, ns + ".claim", Map.of("keys", keys, "maxRows", 100,
+          "leaseMillis", 60_000L, "relay", "explain"));
+      assertIndexOnly(claim, pages);
+      assertThat(claim.path(0).path("Plan").path("Actual Rows").asLong()).as("rows claimed").isEqualTo(20);
+      session.rollback(true); // EXPLAIN ANALYZE ran the claim's UPDATE: undo it
+    }
+    List<Long> published = new CopyOnWriteArrayList<>();
+    OutboxRelay relay = OutboxRelay.builder(sessions, (OutboxPublisher) m -> published.add(m.id())).build();
+    assertThat(relay.relayOnce()).isEqualTo(20);
+    assertThat(relay.relayOnce()).as("the rest is behind the parked head").isZero();
+  }
+
+  /** The plan of one mapped statement, run for real inside the session's (rolled back) transaction. */
+  private static JsonNode explain(SqlSession session, String statement, Map<String, Object> params) throws Exception {
+    BoundSql bound = session.getConfiguration().getMappedStatement(statement).getBoundSql(params);
+    Connection c = session.getConnection();
+    try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + bound.getSql())) {
+      int i = 1;
+      for (ParameterMapping mapping : bound.getParameterMappings()) {
+        String property = mapping.getProperty();
+        Object value = bound.hasAdditionalParameter(property) ? bound.getAdditionalParameter(property) : params.get(property);
+        ps.setObject(i++, value);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new ObjectMapper().readTree(rs.getString(1));
+      }
+    }
+  }
+
+  private static void assertIndexOnly(JsonNode plan, long tablePages) {
+    List<String> scans = new ArrayList<>();
+    AtomicLong buffers = new AtomicLong();
+    walk(plan.path(0).path("Plan"), scans);
+    JsonNode top = plan.path(0).path("Plan");
+    buffers.set(top.path("Shared Hit Blocks").asLong() + top.path("Shared Read Blocks").asLong());
+    assertThat(scans).as("scans of the plan " + plan.toPrettyString())
+        .noneMatch(s -> s.startsWith("Seq Scan")).anyMatch(s -> s.contains("Index"));
+    assertThat(buffers.get()).as("buffers touched, against " + tablePages + " table pages: " + plan.toPrettyString())
+        .isLessThan(Math.min(1000, tablePages / 4));
+  }
+
+  private static void walk(JsonNode node, List<String> scans) {
+    String type = node.path("Node Type").asText();
+    if (type.contains("Scan")) {
+      scans.add(type + " on " + node.path("Relation Name").asText() + " " + node.path("Index Name").asText());
+    }
+    for (JsonNode child : node.path("Plans")) {
+      walk(child, scans);
+    }
+  }
+}
