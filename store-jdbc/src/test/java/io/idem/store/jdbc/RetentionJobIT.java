@@ -78,8 +78,9 @@ class RetentionJobIT {
   }
 
   private RetentionJob.Builder job(RetentionListener listener) {
-    return RetentionJob.builder(store).batchSize(1000).minPause(Duration.ZERO).pauseRatio(0)
-        .listener(listener);
+    // a 7-day window, not the default, for the tests' 8-day-old (expired) and 6-day-old markers
+    return RetentionJob.builder(store).retention(Duration.ofDays(7)).batchSize(1000).minPause(Duration.ZERO)
+        .pauseRatio(0).listener(listener);
   }
 
   @Test
@@ -152,7 +153,7 @@ class RetentionJobIT {
   void theScheduleRunsPassesUntilClosedAndCountsInMicrometer() throws Exception {
     markers("old", 1500, 8);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    RetentionJob job = RetentionJob.builder(store).initialDelay(Duration.ZERO)
+    RetentionJob job = RetentionJob.builder(store).retention(Duration.ofDays(7)).initialDelay(Duration.ZERO)
         .interval(Duration.ofMillis(200)).listener(new MicrometerRetentionListener(registry, store.tableName()))
         .build();
     job.start();
