@@ -58,6 +58,15 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final Settlement settlement;
   private final BatchProcessor<C> batches;
   private final boolean naturallyIdempotent;
+  /**
+   * Consecutive transaction retries per key (RetryPolicy#maxTransactionRetries); a key leaves on
+   * any other outcome. Cleared whole past {@link #TRANSACTION_RETRY_KEYS} keys (keys another
+   * instance settled meanwhile never come back here): a bound on memory, at worst a few more
+   * uncounted retries.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<IdempotencyKey, Integer> transactionRetries =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  static final int TRANSACTION_RETRY_KEYS = 10_000;
 
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
@@ -276,6 +285,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       return failed(message, key, e, acknowledgement, start, attempt.number());
     }
     outages.reached();
+    transactionRetries.remove(key);
     return settlement.settle(message, key, claim, acknowledgement, start);
   }
 
@@ -349,9 +359,20 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     }
     outages.reached(); // the database answered
     if (failure instanceof TransactionRetryException e) {
-      return settlement.transactionRetry(
-          message, key, e, acknowledgement, start, settlement.transactionRetryDelay());
+      if (transactionRetries.size() > TRANSACTION_RETRY_KEYS) {
+        transactionRetries.clear();
+      }
+      int inARow = transactionRetries.merge(key, 1, Integer::sum);
+      if (inARow <= retryPolicy.maxTransactionRetries()) {
+        return settlement.transactionRetry(
+            message, key, e, acknowledgement, start, settlement.transactionRetryDelay());
+      }
+      // the database said "retry" every time: counted as an attempt from now on, so it cannot loop
+      LOG.warn("transaction for key '{}' of {} retried {} time(s) in a row (maxTransactionRetries {});"
+          + " this one counts as a failed attempt", key.value(), message.source(), inARow - 1,
+          retryPolicy.maxTransactionRetries());
     }
+    transactionRetries.remove(key);
     return handlerFailed(message, key, failure, acknowledgement, start, attempt);
   }
 

@@ -774,8 +774,21 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     Map<String, Object> params = keyParams(key);
     params.put("lockTimeout", lockTimeout);
-    return ownTransaction("counting an attempt of key '" + key.value() + "'",
-        session -> session.<Integer>selectOne(attemptsNamespace + ".startAttempt", params));
+    try {
+      return ownTransaction("counting an attempt of key '" + key.value() + "'",
+          session -> session.<Integer>selectOne(attemptsNamespace + ".startAttempt", params));
+    } catch (TransactionRetryException | StoreUnavailableException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      String state = TransientFailures.sqlState(e);
+      if ("55P03".equals(state) || ClaimStatement.QUERY_CANCELED.equals(state)) {
+        // another instance's transaction holds the key's count (it is running the message)
+        throw new TransactionRetryException("counting an attempt of key '" + key.value()
+            + "' waited too long behind another transaction (SQLSTATE " + state + "): "
+            + TransientFailures.rootMessage(e), e);
+      }
+      throw e;
+    }
   }
 
   /**
