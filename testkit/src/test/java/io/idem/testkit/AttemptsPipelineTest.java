@@ -125,4 +125,22 @@ class AttemptsPipelineTest {
     assertThat(ack.reason.attempt()).isEqualTo(3);
     assertThat(failures).hasValue(1);
   }
+
+  @Test
+  void aBatchHoldingAFlaggedDeliveryGoesOneByOneSoThePoisonIsCountedAndDiesAlone() {
+    for (int i = 0; i < 3; i++) {
+      store.startAttempt(POISON); // three deaths already counted
+    }
+    IdempotentConsumer<InMemoryTransaction> consumer = pipeline(killsOnPoison);
+    List<RecordingAcknowledgement> acks = List.of(new RecordingAcknowledgement(),
+        new RecordingAcknowledgement(), new RecordingAcknowledgement());
+    List<ProcessingOutcome> outcomes = consumer.processBatch(
+        List.of(delivery("b-1", true, 2), delivery("poison", true, 2), delivery("b-2", false, 1)),
+        List.copyOf(acks), io.idem.BatchOrder.ORDERED).outcomes();
+    assertThat(outcomes).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DEAD_LETTERED,
+        ProcessingOutcome.PROCESSED);
+    assertThat(runs).as("the poison's handler not run again").hasValue(2);
+    assertThat(effects).containsExactly("b-1", "b-2");
+    assertThat(acks.get(1).reason.cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
+  }
 }
