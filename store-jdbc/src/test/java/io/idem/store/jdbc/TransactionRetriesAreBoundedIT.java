@@ -226,4 +226,37 @@ class TransactionRetriesAreBoundedIT {
     assertThat(pipeline.process(InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
         .header("idempotency-key", key).build(), settled)).isEqualTo(ProcessingOutcome.PROCESSED);
   }
+
+  @Test
+  void aClaimSentWithTheCommitAndCutByStatementTimeoutIsNotWaitedForAgain() throws Exception {
+    StoreTests.execute(shortStatements, "CREATE TABLE IF NOT EXISTS effects (k text NOT NULL)");
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(
+            MyBatisProcessedEventStoreIT.sessions(shortStatements))
+        .createTableIfMissing(true).claimLockTimeout(Duration.ofSeconds(5)).build();
+    IdempotentConsumer<SqlSession> pipeline = pipeline(store, StoreTests.INSERT_KEY_INTO_EFFECTS);
+    String a = "run-a-" + UUID.randomUUID();
+    String b = "run-b-" + UUID.randomUUID();
+    try (Connection holder = admin.getConnection()) {
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.executeUpdate("INSERT INTO idem_processed_events (consumer_group, idempotency_key, key_source,"
+            + " payload_sha256) VALUES ('tx-retries', '" + b + "', 'HEADER', sha256('x'::bytea))");
+      }
+      InboundMessage next = InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+          .header("idempotency-key", b).build();
+      try (io.idem.MessageRun run = pipeline.openRun()) {
+        Settled aSettled = new Settled();
+        assertThat(run.process(InboundMessage.builder("orders", "{}".getBytes(StandardCharsets.UTF_8))
+            .header("idempotency-key", a).build(), aSettled, () -> next))
+            .as("a's COMMIT stands though b's claim beside it was cancelled (57014)")
+            .isEqualTo(ProcessingOutcome.PROCESSED);
+        assertThat(aSettled.call).isEqualTo("ack");
+        List<String> sent = RoundTripsIT.frontendMessages(() -> assertThat(run.process(next, new Settled(), () -> null))
+            .as("b: a transaction retry at once, not an outage").isEqualTo(ProcessingOutcome.RETRY_TRANSACTION));
+        assertThat(RoundTripsIT.roundTrips(sent)).as("b is not made to wait a second time: %s", sent).isZero();
+      }
+      assertThat(pipeline.storeHealth().consecutiveFailures()).isZero();
+      holder.rollback();
+    }
+  }
 }
