@@ -80,13 +80,20 @@ class AttemptsTableMigrationIT {
 
   @Test
   void aSchemaQualifiedTableGetsItsAttemptsTableInTheSameSchema() throws Exception {
+    String schema = "billing_" + java.util.UUID.randomUUID().toString().substring(0, 8);
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CREATE SCHEMA IF NOT EXISTS billing_attempts_it");
+      s.execute("CREATE SCHEMA " + schema);
     }
-    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
-        .tableName("billing_attempts_it.processed").createTableIfMissing(true).build();
-    assertThat(exists("billing_attempts_it.processed_attempts")).isTrue();
-    assertThat(store.startAttempt(KEY)).isEqualTo(1);
+    try {
+      MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+          .tableName(schema + ".processed").createTableIfMissing(true).build();
+      assertThat(exists(schema + ".processed_attempts")).isTrue();
+      assertThat(store.startAttempt(KEY)).isEqualTo(1);
+    } finally {
+      try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+        s.execute("DROP SCHEMA " + schema + " CASCADE");
+      }
+    }
   }
 
   @Test
