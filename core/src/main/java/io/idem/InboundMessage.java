@@ -90,6 +90,28 @@ public interface InboundMessage {
     return Integer.MAX_VALUE;
   }
 
+  /**
+   * Whether this delivery may be a redelivery that {@link #deliveryAttempt()} does not account for:
+   * the message may have been handed to a handler before — by a process that died during it, or a
+   * consumer an {@link Error} stopped — without the broker's counter (or the adapter's memory)
+   * having counted that run. RabbitMQ: {@code redelivered=true} (or a quorum queue's {@code
+   * x-delivery-count} above 0) on a message this consumer does not remember; generally, a receive
+   * count above 1 after a restart or rebalance. Default {@code false}.
+   *
+   * <p>Only for such deliveries the pipeline counts the attempt in the store, in a short
+   * transaction of its own committed before the handler runs ({@link
+   * io.idem.spi.ProcessedEventStore#startAttempt}), and then takes the attempt from that count, not
+   * from {@link #deliveryAttempt()} (a broker counter may be raised by redeliveries of prefetched
+   * messages that never reached a handler) — so a first delivery pays nothing, and a message that
+   * kills the process is dead-lettered after at most {@code maxAttempts} deaths (docs/FAILURES.md,
+   * "Attempts that survive the process"). An adapter that answers {@code false} for a delivery
+   * that was in fact run before lets such a message loop; one that answers {@code true} too often
+   * costs a round trip or two per such delivery, never a wrong outcome.
+   */
+  default boolean unaccountedRedelivery() {
+    return false;
+  }
+
   /** When the adapter received the message from the broker. */
   Instant receivedAt();
 
@@ -120,6 +142,7 @@ public interface InboundMessage {
     private @Nullable String brokerMessageId;
     private int deliveryAttempt = 1;
     private int brokerAttemptLimit = Integer.MAX_VALUE;
+    private boolean unaccountedRedelivery;
     private @Nullable Instant receivedAt;
     private @Nullable Object nativeMessage;
 
@@ -174,6 +197,12 @@ public interface InboundMessage {
       return this;
     }
 
+    /** {@link InboundMessage#unaccountedRedelivery()}; default {@code false}. */
+    public Builder unaccountedRedelivery(boolean value) {
+      this.unaccountedRedelivery = value;
+      return this;
+    }
+
     /** Default: the time {@link #build()} is called. */
     public Builder receivedAt(Instant at) {
       this.receivedAt = Objects.requireNonNull(at, "at");
@@ -201,6 +230,7 @@ public interface InboundMessage {
           brokerMessageId,
           deliveryAttempt,
           brokerAttemptLimit,
+          unaccountedRedelivery,
           receivedAt == null ? Instant.now() : receivedAt,
           nativeMessage);
     }

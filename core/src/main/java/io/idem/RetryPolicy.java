@@ -17,7 +17,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>Only handler failures ({@link ProcessingOutcome#RETRY}) count toward {@code maxAttempts}. A
  * {@link StoreUnavailableException} (the store cannot reach the database) is retried with the same
  * backoff, a {@link TransactionRetryException} (40001, 40P01, the claim's lock timeout) at once or
- * after a short delay, and neither ever dead-letters (docs/FAILURES.md).
+ * after a short delay, and neither ever dead-letters (docs/FAILURES.md) — except that a key whose
+ * transaction is retried more than {@link #maxTransactionRetries()} times in a row counts the next
+ * one as a handler failure (an attempt), so that a failure the database reports as "retry" on every
+ * try cannot loop uncounted.
  */
 public final class RetryPolicy {
 
@@ -31,6 +34,8 @@ public final class RetryPolicy {
   public static final double DEFAULT_MULTIPLIER = 2.0;
   /** Default {@link #jitter()}: {@value} (±20 %). */
   public static final double DEFAULT_JITTER = 0.2;
+  /** Default {@link #maxTransactionRetries()}: {@value}. */
+  public static final int DEFAULT_MAX_TRANSACTION_RETRIES = 10;
 
   /** The longest {@link #maxBackoff()} accepted: 1 day (no broker keeps a message waiting longer). */
   public static final Duration MAX_BACKOFF_LIMIT = Duration.ofDays(1);
@@ -44,8 +49,10 @@ public final class RetryPolicy {
   private final double jitter;
   private final List<Class<? extends Throwable>> nonRetryable;
   private final boolean retryIntegrityViolations;
+  private final int maxTransactionRetries;
 
   private RetryPolicy(Builder b) {
+    this.maxTransactionRetries = b.maxTransactionRetries;
     this.retryIntegrityViolations = b.retryIntegrityViolations;
     this.maxAttempts = b.maxAttempts;
     this.initialBackoff = b.initialBackoff;
@@ -67,6 +74,16 @@ public final class RetryPolicy {
   /** Deliveries a message gets before it is dead-lettered, counting the first; at least 1. */
   public int maxAttempts() {
     return maxAttempts;
+  }
+
+  /**
+   * Transaction retries ({@link TransactionRetryException}: 40001, 40P01, a claim's lock or
+   * statement timeout on the store's own transaction) one key may get in a row without using an
+   * attempt; the next one counts as a failed attempt (docs/FAILURES.md). Counted in memory per
+   * pipeline; any other outcome of the key starts it again. At least 0.
+   */
+  public int maxTransactionRetries() {
+    return maxTransactionRetries;
   }
 
   public Duration initialBackoff() {
@@ -147,7 +164,7 @@ public final class RetryPolicy {
   public String toString() {
     return "RetryPolicy[maxAttempts=" + maxAttempts + ", initialBackoff=" + initialBackoff
         + ", maxBackoff=" + maxBackoff + ", multiplier=" + multiplier + ", jitter=" + jitter
-        + ", nonRetryable=" + nonRetryable
+        + ", maxTransactionRetries=" + maxTransactionRetries + ", nonRetryable=" + nonRetryable
         + (retryIntegrityViolations ? ", retryIntegrityViolations=true" : "") + "]";
   }
 
@@ -160,8 +177,18 @@ public final class RetryPolicy {
     private double jitter = DEFAULT_JITTER;
     private final List<Class<? extends Throwable>> nonRetryable = new ArrayList<>();
     private boolean retryIntegrityViolations;
+    private int maxTransactionRetries = DEFAULT_MAX_TRANSACTION_RETRIES;
 
     private Builder() {}
+
+    /**
+     * Default {@value RetryPolicy#DEFAULT_MAX_TRANSACTION_RETRIES}: see {@link
+     * RetryPolicy#maxTransactionRetries()}; 0 counts every transaction retry as an attempt.
+     */
+    public Builder maxTransactionRetries(int value) {
+      this.maxTransactionRetries = value;
+      return this;
+    }
 
     /** Default {@value RetryPolicy#DEFAULT_MAX_ATTEMPTS}; 1 means "never retry". */
     public Builder maxAttempts(int value) {
@@ -217,6 +244,10 @@ public final class RetryPolicy {
     public RetryPolicy build() {
       if (maxAttempts < 1) {
         throw new IllegalArgumentException("maxAttempts must be >= 1, but was " + maxAttempts);
+      }
+      if (maxTransactionRetries < 0) {
+        throw new IllegalArgumentException(
+            "maxTransactionRetries must be >= 0, but was " + maxTransactionRetries);
       }
       if (initialBackoff.isNegative()) {
         throw new IllegalArgumentException(

@@ -62,15 +62,31 @@ final class DeliveryAttempts {
     };
   }
 
+  /**
+   * A delivery's attempt, and whether it is an unaccounted redelivery ({@link
+   * io.idem.InboundMessage#unaccountedRedelivery()}): RabbitMQ says it was delivered before
+   * ({@code redelivered}, or a broker counter above 0) and this consumer does not remember how that
+   * delivery ended — not seen at all, or seen and never settled, failed or handed back (its
+   * handler may have killed the process, or an Error the worker).
+   */
+  record Attempt(int number, boolean unaccounted) {}
+
   /** The attempt of this delivery, from 1; remembered until {@link #forget}. */
   int attemptOf(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+    return attempt(envelope, properties, body).number();
+  }
+
+  /** {@link #attemptOf}, with whether the redelivery is unaccounted ({@link Attempt}). */
+  Attempt attempt(Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
     long counter = brokerCounter(properties.getHeaders());
     String id = identity(properties, body);
     synchronized (seen) {
       Seen before = envelope.isRedeliver() ? seen.get(id) : null;
       int attempt = before == null ? firstSeen(envelope, counter) : next(before, counter);
+      boolean deliveredBefore = envelope.isRedeliver() || counter > 0;
+      boolean unaccounted = deliveredBefore && (before == null || before.end == End.SEEN);
       seen.put(id, new Seen(attempt, counter, End.SEEN));
-      return attempt;
+      return new Attempt(attempt, unaccounted);
     }
   }
 

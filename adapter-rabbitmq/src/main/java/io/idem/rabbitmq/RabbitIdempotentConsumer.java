@@ -476,9 +476,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         () -> {
           List<InboundMessage> messages = new ArrayList<>(batch.size());
           for (Delivery delivery : batch) {
-            int attempt = attemptOf(delivery);
+            DeliveryAttempts.Attempt attempt = attemptOf(delivery);
             messages.add(message(delivery, attempt));
-            ours.add(new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun));
+            ours.add(new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun));
           }
           List<ProcessingOutcome> outcomes = pipeline.processBatch(
               messages, List.<Acknowledgement>copyOf(ours), BatchOrder.UNORDERED).outcomes();
@@ -497,17 +497,19 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         config.recoveryInterval(), () -> failed = true, LOG);
   }
 
-  private int attemptOf(Delivery delivery) {
+  private DeliveryAttempts.Attempt attemptOf(Delivery delivery) {
     return delivery.attempt() > 0
-        ? delivery.attempt() // run again after a store outage: the same delivery, not a new attempt
-        : attempts.attemptOf(delivery.envelope(), delivery.properties(), delivery.body());
+        // run again after a store outage: the same delivery, not a new attempt, its handler never ran
+        ? new DeliveryAttempts.Attempt(delivery.attempt(), false)
+        : attempts.attempt(delivery.envelope(), delivery.properties(), delivery.body());
   }
 
-  private RabbitInboundMessage message(Delivery delivery, int attempt) {
+  private RabbitInboundMessage message(Delivery delivery, DeliveryAttempts.Attempt attempt) {
     return new RabbitInboundMessage(
-        config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt,
+        config.queue(), delivery.envelope(), delivery.properties(), delivery.body(), attempt.number(),
         delivery.receivedAt())
-        .withBrokerAttemptLimit(config.queueType() == RabbitQueueType.QUORUM ? config.deliveryLimit() : null);
+        .withBrokerAttemptLimit(config.queueType() == RabbitQueueType.QUORUM ? config.deliveryLimit() : null)
+        .withUnaccountedRedelivery(attempt.unaccounted());
   }
 
   /**
@@ -521,9 +523,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     return AdapterWorker.survive(
         () -> delivery + " of " + config.queue(),
         () -> {
-          int attempt = attemptOf(delivery);
+          DeliveryAttempts.Attempt attempt = attemptOf(delivery);
           RabbitInboundMessage message = message(delivery, attempt);
-          acknowledgement[0] = new RabbitAcknowledgement(delivery, config, attempts, attempt, this::rerun);
+          acknowledgement[0] = new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun);
           return pipeline.process(message, acknowledgement[0]);
         },
         () -> acknowledgement[0] == null ? null : acknowledgement[0].record(),
@@ -563,6 +565,12 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     if (limit < maxAttempts) {
       LOG.warn("queue {} has x-delivery-limit={} below the retry policy's maxAttempts={}: RabbitMQ will"
           + " dead-letter failing messages itself, without Idem's reason headers", config.queue(), limit, maxAttempts);
+    } else if (limit < minimumDeliveryLimit(maxAttempts)) {
+      LOG.warn("quorum queue {} has x-delivery-limit={} below 2 x maxAttempts ({}): a message whose handler"
+          + " kills the process is dead-lettered by Idem after maxAttempts deaths, but every death also"
+          + " returns the messages prefetched with it (each return counted toward the limit), so RabbitMQ"
+          + " may dead-letter those, unprocessed and without Idem's reason, first; raise deliveryLimit"
+          + " (docs/BROKERS.md)", config.queue(), limit, minimumDeliveryLimit(maxAttempts));
     } else if (countsEveryReturn) {
       int room = limit - maxAttempts;
       LOG.info("quorum queue {}: x-delivery-limit {} leaves {} returns beyond maxAttempts {}. RabbitMQ {}"
@@ -571,6 +579,15 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
           + " raise deliveryLimit for more", config.queue(), limit, room, maxAttempts, serverVersion,
           config.maxHold(), config.maxHold().multipliedBy(Math.max(1, room)));
     }
+  }
+
+  /**
+   * The smallest quorum queue {@code x-delivery-limit} that leaves Idem the first word:
+   * {@code 2 x maxAttempts}, since a good message prefetched with a process-killing one is returned
+   * (and counted) once per death, up to maxAttempts times, before it gets its own attempts.
+   */
+  static int minimumDeliveryLimit(int maxAttempts) {
+    return (int) Math.min(Integer.MAX_VALUE, 2L * maxAttempts);
   }
 
   /** RabbitMQ before 4.3 counts every return of a quorum queue's message toward its delivery limit. */

@@ -42,6 +42,7 @@ public final class RabbitInboundMessage implements InboundMessage {
   private final Instant receivedAt;
   private final DecodedHeaders headers;
   private int brokerAttemptLimit = Integer.MAX_VALUE;
+  private boolean unaccountedRedelivery;
 
   RabbitInboundMessage(
       String queue,
@@ -109,6 +110,26 @@ public final class RabbitInboundMessage implements InboundMessage {
   @Override
   public int brokerAttemptLimit() {
     return brokerAttemptLimit;
+  }
+
+  /**
+   * True when RabbitMQ says the message was delivered before ({@code redelivered}, or a quorum
+   * queue's {@code x-delivery-count} / {@code x-acquired-count} above 0) and this consumer does not
+   * know how that delivery ended — it never saw it (a restart, another instance) or its handler
+   * never came back (the channel was lost, an {@link Error} stopped the worker): a process death
+   * during the handler is then possible, and the pipeline counts the attempt in the store before
+   * the handler runs (docs/FAILURES.md). A redelivery after a failure or hand-back this consumer
+   * settled is accounted for in memory.
+   */
+  @Override
+  public boolean unaccountedRedelivery() {
+    return unaccountedRedelivery;
+  }
+
+  /** Sets {@link #unaccountedRedelivery()}; done once by the consumer before processing. */
+  RabbitInboundMessage withUnaccountedRedelivery(boolean value) {
+    this.unaccountedRedelivery = value;
+    return this;
   }
 
   /** Sets {@link #brokerAttemptLimit()}; done once by the consumer before processing. */

@@ -125,4 +125,29 @@ class DeliveryAttemptsTest {
     assertThat(RabbitIdempotentConsumer.countsEveryReturn("5.0.0-beta.1")).isFalse();
     assertThat(RabbitIdempotentConsumer.countsEveryReturn("unknown")).isTrue();
   }
+
+  @Test
+  void aRedeliveryThisConsumerCannotAccountForIsFlagged() {
+    DeliveryAttempts attempts = new DeliveryAttempts(10);
+    AMQP.BasicProperties m = props("m", Map.of());
+    assertThat(attempts.attempt(envelope(false), m, BODY).unaccounted()).as("a first delivery").isFalse();
+    assertThat(attempts.attempt(envelope(true), m, BODY).unaccounted())
+        .as("seen, never settled: its handler may have killed the worker").isTrue();
+    attempts.failed(m, BODY, 2);
+    assertThat(attempts.attempt(envelope(true), m, BODY).unaccounted()).as("after a failure it saw").isFalse();
+    attempts.handedBack(m, BODY, 3);
+    assertThat(attempts.attempt(envelope(true), m, BODY).unaccounted()).as("after a hand-back").isFalse();
+    assertThat(attempts.attempt(envelope(true), props("restart", Map.of()), BODY).unaccounted())
+        .as("redelivered, never seen (a restart)").isTrue();
+    assertThat(attempts.attempt(envelope(false), props("q", Map.of("x-delivery-count", 2L)), BODY).unaccounted())
+        .as("a quorum queue's count above 0").isTrue();
+    assertThat(attempts.attempt(envelope(false), props("q0", Map.of("x-delivery-count", 0L)), BODY).unaccounted())
+        .isFalse();
+  }
+
+  @Test
+  void theDeliveryLimitLeavesRoomForPrefetchedMessagesOfAProcessKiller() {
+    assertThat(RabbitIdempotentConsumer.minimumDeliveryLimit(5)).isEqualTo(10);
+    assertThat(RabbitIdempotentConsumer.minimumDeliveryLimit(Integer.MAX_VALUE)).isEqualTo(Integer.MAX_VALUE);
+  }
 }

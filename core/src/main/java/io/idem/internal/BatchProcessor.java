@@ -97,6 +97,14 @@ final class BatchProcessor<C> {
     if (keyed.isEmpty()) {
       return BatchLoop.run(items, order, item -> keyless(item, start));
     }
+    if (keyed.stream().anyMatch(item -> item.message.unaccountedRedelivery())) {
+      // a delivery that may have run before without being counted (docs/FAILURES.md, "Attempts
+      // that survive the process"): one by one, so that its attempt is counted before its handler
+      // runs and a message that kills the process dies alone, not with a whole batch each time
+      return BatchLoop.run(items, order, item -> item.key.key() == null
+          ? keyless(item, start)
+          : oneByOne.process(item.message, item.key(), item.fingerprint(), item.acknowledgement, start));
+    }
     for (Item item : keyed) {
       listener.beforeClaim(item.message, item.key());
     }

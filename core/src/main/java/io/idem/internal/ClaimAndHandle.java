@@ -40,9 +40,30 @@ final class ClaimAndHandle<C> {
   /** Claims one key with {@link ProcessedEventStore#claim} and handles the message if it is new. */
   ClaimResult one(C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint)
       throws Exception {
+    return one(tx, message, key, fingerprint, Attempt.UNCOUNTED);
+  }
+
+  /**
+   * {@link #one(Object, InboundMessage, IdempotencyKey, byte[])} for a delivery whose attempt the
+   * store counted ({@link ProcessedEventStore#startAttempt}): the count is removed in this
+   * transaction, so it goes exactly when the message's outcome commits; and a new key whose
+   * attempts are spent is not handled: {@link AttemptsExhausted} rolls the claim back, and the
+   * pipeline dead-letters the message.
+   */
+  ClaimResult one(C tx, InboundMessage message, IdempotencyKey key, byte[] fingerprint,
+      Attempt attempt) throws Exception {
     ClaimResult claim = naturallyIdempotent
         ? ClaimResult.CLAIMED
         : claimed(() -> store.claim(tx, key, fingerprint), key, -1);
+    if (claim == ClaimResult.CLAIMED && attempt.exhausted()) {
+      throw new AttemptsExhausted(attempt.number());
+    }
+    if (attempt.counted()) {
+      claimed(() -> {
+        store.clearAttempts(tx, key);
+        return null;
+      }, key, -1);
+    }
     if (claim == ClaimResult.CLAIMED) {
       handleNew(tx, List.of(new KeyedMessage(key, message)), new Running());
     }
@@ -103,6 +124,29 @@ final class ClaimAndHandle<C> {
     // since an aborted transaction would lose the handler's upsert just the same
     store.confirmClaim(tx, each.key());
     listener.afterHandler(each.message(), each.key());
+  }
+
+  /**
+   * A delivery's attempt as the pipeline decided it before its transaction: {@code number} from 1;
+   * {@code counted} when the store counted it ({@link ProcessedEventStore#startAttempt}), so its
+   * count is to be removed with the outcome; {@code exhausted} when the handler must not run again.
+   */
+  record Attempt(int number, boolean counted, boolean exhausted) {
+    static final Attempt UNCOUNTED = new Attempt(1, false, false);
+  }
+
+  /**
+   * Thrown out of a transaction, so that it rolls back, when a new key's attempts are spent before
+   * its handler runs; never reaches a handler or a store's caller.
+   */
+  static final class AttemptsExhausted extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final int attempt;
+
+    AttemptsExhausted(int attempt) {
+      super("attempt " + attempt + " is past maxAttempts; not handled", null, false, false);
+      this.attempt = attempt;
+    }
   }
 
   /**

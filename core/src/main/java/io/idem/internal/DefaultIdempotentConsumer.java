@@ -19,6 +19,8 @@ import io.idem.RetryPolicy;
 import io.idem.StoreHealth;
 import io.idem.StoreUnavailableException;
 import io.idem.TransactionRetryException;
+import io.idem.internal.ClaimAndHandle.Attempt;
+import io.idem.internal.ClaimAndHandle.AttemptsExhausted;
 import io.idem.internal.Keys.KeyOrReason;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.ClaimResult;
@@ -56,6 +58,15 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final Settlement settlement;
   private final BatchProcessor<C> batches;
   private final boolean naturallyIdempotent;
+  /**
+   * Consecutive transaction retries per key (RetryPolicy#maxTransactionRetries); a key leaves on
+   * any other outcome. Cleared whole past {@link #TRANSACTION_RETRY_KEYS} keys (keys another
+   * instance settled meanwhile never come back here): a bound on memory, at worst a few more
+   * uncounted retries.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<IdempotencyKey, Integer> transactionRetries =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  static final int TRANSACTION_RETRY_KEYS = 10_000;
 
   public DefaultIdempotentConsumer(
       ProcessedEventStore<C> store,
@@ -243,22 +254,79 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       long start,
       Transactions<C> transactions) {
     listener.beforeClaim(message, key);
+    Attempt attempt;
+    try {
+      attempt = attempt(message, key);
+    } catch (RuntimeException e) {
+      return failed(message, key, e instanceof StoreUnavailableException
+              || e instanceof TransactionRetryException || Interruption.isShutdown(e)
+          ? e
+          : new StoreUnavailableException("counting the attempt of key '" + key.value()
+              + "' failed: " + e, e), acknowledgement, start);
+    }
     ClaimResult claim;
     try {
-      claim = transactions.run(tx -> work.one(tx, message, key, fingerprint));
+      claim = transactions.run(tx -> work.one(tx, message, key, fingerprint, attempt));
+    } catch (AttemptsExhausted e) {
+      outages.reached();
+      return attemptsExhausted(message, key, e.attempt, acknowledgement, start);
     } catch (Exception e) {
-      return failed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start, attempt.number());
     } catch (VirtualMachineError e) {
       if (!(e instanceof StackOverflowError)) {
-        throw e; // out of memory or a broken VM: nothing sensible to decide about the message
+        // out of memory or a broken VM: nothing sensible to decide about the message. Its attempt
+        // was counted before the handler when it may have run before, and is not cleared: the
+        // consumer this stops, once restarted, counts the next delivery as the next attempt
+        throw e;
       }
-      return failed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start, attempt.number());
     } catch (Error e) {
       // AssertionError, NoClassDefFoundError, …: the handler failed like any other failure
-      return failed(message, key, e, acknowledgement, start);
+      return failed(message, key, e, acknowledgement, start, attempt.number());
     }
     outages.reached();
+    transactionRetries.remove(key);
     return settlement.settle(message, key, claim, acknowledgement, start);
+  }
+
+  /**
+   * The delivery's attempt, counted in the store before its handler runs when the adapter says
+   * the broker may not have counted it ({@link InboundMessage#unaccountedRedelivery()}: a process
+   * death or an Error during an earlier run): the store's count of such runs plus the first
+   * delivery, which wrote nothing. A first delivery costs nothing here (docs/FAILURES.md,
+   * "Attempts that survive the process").
+   */
+  private Attempt attempt(InboundMessage message, IdempotencyKey key) {
+    if (naturallyIdempotent || !message.unaccountedRedelivery()) {
+      return new Attempt(message.deliveryAttempt(), false, false);
+    }
+    int started = store.startAttempt(key);
+    if (started <= 0) { // the store keeps no counts
+      return new Attempt(message.deliveryAttempt(), false, false);
+    }
+    int number = started == Integer.MAX_VALUE ? started : started + 1;
+    return new Attempt(number, true, number > retryPolicy.maxAttempts());
+  }
+
+  /**
+   * A new key whose handler was started more than maxAttempts times without an outcome — the
+   * process died, or an Error stopped the consumer, during each run — is dead-lettered without
+   * running it again.
+   */
+  private ProcessingOutcome attemptsExhausted(InboundMessage message, IdempotencyKey key,
+      int attempt, Acknowledgement acknowledgement, long start) {
+    DeadLetterReason reason = new DeadLetterReason(
+        DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
+        "the handler was started " + (attempt - 1) + " time(s) for this message without an outcome"
+            + " (the process died, or an Error stopped the consumer, during each run) and"
+            + " maxAttempts is " + retryPolicy.maxAttempts() + "; not run again",
+        consumerGroup,
+        key.value(),
+        attempt,
+        null);
+    LOG.warn("dead-lettering key '{}' of {} before its handler runs: {}", key.value(),
+        message.source(), reason);
+    return settlement.deadLetter(message, key, reason, acknowledgement, start);
   }
 
   /**
@@ -271,6 +339,16 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Throwable failure,
       Acknowledgement acknowledgement,
       long start) {
+    return failed(message, key, failure, acknowledgement, start, message.deliveryAttempt());
+  }
+
+  private ProcessingOutcome failed(
+      InboundMessage message,
+      IdempotencyKey key,
+      Throwable failure,
+      Acknowledgement acknowledgement,
+      long start,
+      int attempt) {
     if (Interruption.isShutdown(failure)) {
       return settlement.released(message, key, failure, acknowledgement, start);
     }
@@ -281,10 +359,21 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     }
     outages.reached(); // the database answered
     if (failure instanceof TransactionRetryException e) {
-      return settlement.transactionRetry(
-          message, key, e, acknowledgement, start, settlement.transactionRetryDelay());
+      if (transactionRetries.size() > TRANSACTION_RETRY_KEYS) {
+        transactionRetries.clear();
+      }
+      int inARow = transactionRetries.merge(key, 1, Integer::sum);
+      if (inARow <= retryPolicy.maxTransactionRetries()) {
+        return settlement.transactionRetry(
+            message, key, e, acknowledgement, start, settlement.transactionRetryDelay());
+      }
+      // the database said "retry" every time: counted as an attempt from now on, so it cannot loop
+      LOG.warn("transaction for key '{}' of {} retried {} time(s) in a row (maxTransactionRetries {});"
+          + " this one counts as a failed attempt", key.value(), message.source(), inARow - 1,
+          retryPolicy.maxTransactionRetries());
     }
-    return handlerFailed(message, key, failure, acknowledgement, start);
+    transactionRetries.remove(key);
+    return handlerFailed(message, key, failure, acknowledgement, start, attempt);
   }
 
   private ProcessingOutcome handlerFailed(
@@ -293,12 +382,26 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       Throwable failure,
       Acknowledgement acknowledgement,
       long start) {
-    int attempt = message.deliveryAttempt();
+    return handlerFailed(message, key, failure, acknowledgement, start, message.deliveryAttempt());
+  }
+
+  /**
+   * @param attempt the delivery's attempt: the broker's, or the store's count ({@link #attempt});
+   *     the broker's limit is compared with the broker's own count
+   */
+  private ProcessingOutcome handlerFailed(
+      InboundMessage message,
+      IdempotencyKey key,
+      Throwable failure,
+      Acknowledgement acknowledgement,
+      long start,
+      int attempt) {
     boolean retryable = retryPolicy.isRetryable(failure);
     // dead-letter at the lower of the policy's and the broker's limit, so the broker never acts first
     int brokerLimit = message.brokerAttemptLimit();
     int maxAttempts = Math.min(retryPolicy.maxAttempts(), brokerLimit);
-    if (retryable && attempt < maxAttempts) {
+    boolean brokerLimitReached = message.deliveryAttempt() >= brokerLimit;
+    if (retryable && attempt < retryPolicy.maxAttempts() && !brokerLimitReached) {
       Duration delay = retryPolicy.backoff(attempt);
       String what = "handler failed for key '" + key.value() + "' of " + message.source()
           + " (attempt " + attempt + " of " + maxAttempts + "); rolled back, retry in "

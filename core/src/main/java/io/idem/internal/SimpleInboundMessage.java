@@ -16,6 +16,7 @@ public record SimpleInboundMessage(
     @Nullable String brokerMessageId,
     int deliveryAttempt,
     int brokerAttemptLimit,
+    boolean unaccountedRedelivery,
     Instant receivedAt,
     @Nullable Object nativeMessage)
     implements InboundMessage {
@@ -28,7 +29,8 @@ public record SimpleInboundMessage(
   @Override
   public String toString() {
     return "InboundMessage[source=" + source + ", brokerMessageId=" + brokerMessageId
-        + ", attempt=" + deliveryAttempt + ", headers=" + headers.keySet()
+        + ", attempt=" + deliveryAttempt + (unaccountedRedelivery ? ", unaccountedRedelivery" : "")
+        + ", headers=" + headers.keySet()
         + ", payload=" + payload.length + " bytes]";
   }
 }

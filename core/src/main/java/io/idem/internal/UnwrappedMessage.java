@@ -60,6 +60,11 @@ public record UnwrappedMessage(
   }
 
   @Override
+  public boolean unaccountedRedelivery() {
+    return delivery.unaccountedRedelivery();
+  }
+
+  @Override
   public Instant receivedAt() {
     return delivery.receivedAt();
   }

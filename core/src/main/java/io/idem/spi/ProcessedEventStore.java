@@ -193,7 +193,8 @@ public interface ProcessedEventStore<C> {
    * answers {@link ClaimResult#CONFLICT} whatever the payload — the pipeline asks {@link
    * #deadLetterDecision} only after a CONFLICT, so a duplicate costs nothing more — while {@link
    * #isProcessed} stays {@code false}; retention purges it like any marker. A marker of a processed key is never
-   * changed (the key was applied meanwhile, by another instance).
+   * changed (the key was applied meanwhile, by another instance). The key's attempt count ({@link
+   * #startAttempt}) is removed in the same transaction, so that a replay starts with a fresh count.
    *
    * <p>The default records nothing and returns {@code false}: a redelivery after such a crash is
    * then processed again (the handler runs, and a second copy may be stored).
@@ -226,7 +227,8 @@ public interface ProcessedEventStore<C> {
    * brokerMessageId} (as {@link DeadLetterDecision#brokerMessageId()} says), in its own short
    * transaction, so that a new message with that key (a replay from the dead-letter destination) is
    * claimed and processed anew. A processed marker, or a decision recorded since for another
-   * delivery, is left alone. The default removes nothing and returns {@code false}.
+   * delivery, is left alone; the key's attempt count ({@link #startAttempt}) is removed too. The
+   * default removes nothing and returns {@code false}.
    *
    * @return whether a marker was removed
    * @throws StoreUnavailableException when the database cannot be reached
@@ -237,12 +239,57 @@ public interface ProcessedEventStore<C> {
   }
 
   /**
-   * Deletes at most {@code maxRows} markers processed before {@code processedBefore}, in its own
+   * Counts one more handler run of the message of {@code key} that the broker's own delivery
+   * counter may not account for (docs/FAILURES.md, "Attempts that survive the process"), in a
+   * short transaction of its own, committed before this returns — so that when the process dies
+   * during the handler (the JVM halted, killed, out of memory), the next delivery still finds the
+   * count. The pipeline calls it only for deliveries whose adapter reports {@link
+   * io.idem.InboundMessage#unaccountedRedelivery()}, never for a first delivery.
+   *
+   * <p>A store keeps one count per key (consumer group and value), from 1, with when it was last
+   * started. The count is removed by {@link #clearAttempts} (in the transaction that applied the
+   * message), by {@link #recordDeadLetter} and {@link #releaseDeadLetter} (a replayed dead letter
+   * starts afresh), and by retention like a marker.
+   *
+   * <p>The default keeps no count and returns {@code 0}: the pipeline then counts only what the
+   * broker (and the adapter, in memory) counts, and a message that kills the process may loop.
+   *
+   * @param key the key whose handler is about to run
+   * @return the number of such runs of {@code key} counted so far, this one included: 1 the first
+   *     time, or {@code 0} when the store keeps no counts
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws TransactionRetryException when the database asked for a retry (a lock timeout on the
+   *     key's count, a serialization failure)
+   * @throws RuntimeException on any other database failure
+   */
+  default int startAttempt(IdempotencyKey key) {
+    return 0;
+  }
+
+  /**
+   * Removes the count {@link #startAttempt} kept for {@code key}, inside {@code transaction} (the
+   * one that applies the message, or finds it a duplicate): it disappears exactly when the
+   * message's effect commits, and stays when that transaction rolls back. A key without a count is
+   * no error. The default does nothing.
+   *
+   * @param transaction the context of the surrounding {@link #inTransaction} call
+   * @param key the key whose count is removed
+   * @throws TransactionRetryException when the database asked for a retry
+   * @throws RuntimeException on any other database failure; the transaction must then be rolled
+   *     back, and the pipeline treats it as the store's failure
+   */
+  default void clearAttempts(C transaction, IdempotencyKey key) {}
+
+  /**
+   * Deletes at most {@code maxRows} markers processed before {@code processedBefore}, and at most
+   * {@code maxRows} attempt counts ({@link #startAttempt}) last started before it, in its own
    * short transaction.
    *
-   * @param processedBefore exclusive upper bound on {@code processed_at}
+   * @param processedBefore exclusive upper bound on {@code processed_at} (and on an attempt
+   *     count's last start)
    * @param maxRows batch size, at least 1
-   * @return the number of markers deleted; less than {@code maxRows} means none are left
+   * @return the larger of the numbers of markers and of counts deleted; less than {@code maxRows}
+   *     means none of either are left
    * @throws StoreUnavailableException when the database cannot be reached
    */
   int purge(Instant processedBefore, int maxRows);

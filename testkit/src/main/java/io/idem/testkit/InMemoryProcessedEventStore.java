@@ -33,6 +33,8 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
   private final Condition released = lock.newCondition();
   private final Map<Key, Marker> committed = new HashMap<>();
   private final Map<Key, InMemoryTransaction> pending = new HashMap<>();
+  /** Attempt counts ({@link #startAttempt}), with when each was last started. */
+  private final Map<Key, Attempts> attempts = new HashMap<>();
   private final Clock clock;
   private volatile boolean available = true;
 
@@ -66,6 +68,8 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
   /** A processed message's marker, or (with a decision) a dead-letter marker. */
   private record Marker(byte[] fingerprint, Instant processedAt, @Nullable DeadLetterDecision decision) {}
 
+  private record Attempts(int count, Instant lastStartedAt) {}
+
   @Override
   public <T> T inTransaction(TransactionWork<InMemoryTransaction, T> work) throws Exception {
     checkAvailable();
@@ -93,6 +97,9 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
           }
           it.remove();
         }
+      }
+      if (commit) {
+        tx.clearedAttempts.forEach(attempts::remove);
       }
       tx.close();
       released.signalAll();
@@ -180,7 +187,14 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
         }
       }
       doomed.forEach(committed::remove);
-      return doomed.size();
+      List<Key> counts = new ArrayList<>();
+      for (Map.Entry<Key, Attempts> e : attempts.entrySet()) {
+        if (counts.size() < maxRows && e.getValue().lastStartedAt().isBefore(processedBefore)) {
+          counts.add(e.getKey());
+        }
+      }
+      counts.forEach(attempts::remove);
+      return Math.max(doomed.size(), counts.size());
     } finally {
       lock.unlock();
     }
@@ -214,6 +228,7 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
         return false; // processed meanwhile: never turned into a dead letter
       }
       committed.put(k, new Marker(DeadLetterDecision.markerFingerprint(), clock.instant(), decision));
+      attempts.remove(k); // a replay starts with a fresh count
       return true;
     } finally {
       lock.unlock();
@@ -244,7 +259,43 @@ public final class InMemoryProcessedEventStore implements ProcessedEventStore<In
         return false;
       }
       committed.remove(k);
+      attempts.remove(k);
       return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Counted at once, as a store's own short transaction. */
+  @Override
+  public int startAttempt(IdempotencyKey key) {
+    checkAvailable();
+    Key k = new Key(key.consumerGroup(), key.value());
+    lock.lock();
+    try {
+      Attempts before = attempts.get(k);
+      int count = before == null ? 1 : before.count() + 1;
+      attempts.put(k, new Attempts(count, clock.instant()));
+      return count;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Removed when {@code tx} commits. */
+  @Override
+  public void clearAttempts(InMemoryTransaction tx, IdempotencyKey key) {
+    tx.checkOpen();
+    checkAvailable();
+    tx.clearedAttempts.add(new Key(key.consumerGroup(), key.value()));
+  }
+
+  /** The attempt count of {@code key}, {@code 0} when there is none. */
+  public int attempts(IdempotencyKey key) {
+    lock.lock();
+    try {
+      Attempts count = attempts.get(new Key(key.consumerGroup(), key.value()));
+      return count == null ? 0 : count.count();
     } finally {
       lock.unlock();
     }

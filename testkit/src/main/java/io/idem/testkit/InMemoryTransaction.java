@@ -14,6 +14,8 @@ import java.util.Objects;
 public final class InMemoryTransaction {
   private final List<Runnable> commitActions = new ArrayList<>();
   private final Map<Object, byte[]> fingerprints = new HashMap<>();
+  /** Keys whose attempt counts go when this transaction commits. */
+  final java.util.Set<Object> clearedAttempts = new java.util.HashSet<>();
   private boolean open = true;
 
   InMemoryTransaction() {}

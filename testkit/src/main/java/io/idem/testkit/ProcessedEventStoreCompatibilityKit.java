@@ -787,6 +787,89 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
   }
 
   @Nested
+  @DisplayName("attempts")
+  class Attempts {
+
+    @Test
+    @DisplayName("startAttempt counts 1, 2, 3 per key and consumer group, each count committed at once")
+    void attemptsCountUp() throws Exception {
+      assertThat(store().startAttempt(key("a"))).as("a store that keeps no counts answers 0;"
+          + " a message that kills the process then loops").isEqualTo(1);
+      assertThat(store().startAttempt(key("a"))).isEqualTo(2);
+      assertThat(store().startAttempt(key("a"))).isEqualTo(3);
+      assertThat(store().startAttempt(key("b"))).as("another key").isEqualTo(1);
+      assertThat(store().startAttempt(new IdempotencyKey(group + "-other", "a", KeySource.HEADER)))
+          .as("another consumer group").isEqualTo(1);
+      // committed on its own: a transaction of the key that rolls back does not take it away
+      assertThatThrownBy(() -> store().inTransaction(tx -> {
+        store().claim(tx, key("a"), fingerprint("p"));
+        throw new IllegalStateException("the handler failed");
+      })).isInstanceOf(IllegalStateException.class);
+      assertThat(store().startAttempt(key("a"))).isEqualTo(4);
+    }
+
+    @Test
+    @DisplayName("clearAttempts removes the count with the transaction's commit, never with a rollback")
+    void clearedOnlyByACommit() throws Exception {
+      store().startAttempt(key("c"));
+      store().startAttempt(key("c"));
+      assertThatThrownBy(() -> store().inTransaction(tx -> {
+        assertThat(store().claim(tx, key("c"), fingerprint("p"))).isEqualTo(ClaimResult.CLAIMED);
+        store().clearAttempts(tx, key("c"));
+        throw new IllegalStateException("the handler failed after the clear");
+      })).isInstanceOf(IllegalStateException.class);
+      assertThat(store().startAttempt(key("c"))).as("rolled back: the count stays").isEqualTo(3);
+      store().inTransaction(tx -> {
+        assertThat(store().claim(tx, key("c"), fingerprint("p"))).isEqualTo(ClaimResult.CLAIMED);
+        recordEffect(tx, "c-" + group);
+        store().clearAttempts(tx, key("c"));
+        return null;
+      });
+      assertThat(effectCount("c-" + group)).isEqualTo(1);
+      assertThat(store().startAttempt(key("c"))).as("committed: the count is gone").isEqualTo(1);
+      store().inTransaction(tx -> {
+        store().clearAttempts(tx, key("never-started"));
+        return null;
+      });
+    }
+
+    @Test
+    @DisplayName("recording a dead-letter decision, and releasing it, start the key's count afresh")
+    void deadLetterStartsAfresh() throws Exception {
+      store().startAttempt(key("d"));
+      store().startAttempt(key("d"));
+      assertThat(store().recordDeadLetter(key("d"), new DeadLetterDecision(
+          DeadLetterCause.MAX_ATTEMPTS_EXCEEDED, "died", null, "q@1"))).isTrue();
+      assertThat(store().startAttempt(key("d"))).as("after the decision").isEqualTo(1);
+      assertThat(store().startAttempt(key("d"))).isEqualTo(2);
+      assertThat(store().releaseDeadLetter(key("d"), "q@1")).isTrue();
+      assertThat(store().startAttempt(key("d"))).as("after the release (a replay)").isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("purge removes counts last started before the cutoff, and keeps recent ones")
+    void purgeRemovesOldCounts() throws Exception {
+      store().startAttempt(key("p"));
+      store().startAttempt(key("p"));
+      store().purge(Instant.now().minus(Duration.ofHours(1)), 10);
+      assertThat(store().startAttempt(key("p"))).as("recent: kept").isEqualTo(3);
+      Instant future = Instant.now().plus(Duration.ofHours(1));
+      int batches = 0;
+      while (store().purge(future, 1000) == 1000 && ++batches < 1000) {
+        // other tests' rows share the store
+      }
+      assertThat(store().startAttempt(key("p"))).as("old: purged").isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("an unreachable database: StoreUnavailableException from startAttempt")
+    void unreachableDatabaseFailsAttempts() throws Exception {
+      ProcessedEventStore<C> down = unreachableStore();
+      assertThatThrownBy(() -> down.startAttempt(key("down"))).isInstanceOf(StoreUnavailableException.class);
+    }
+  }
+
+  @Nested
   @DisplayName("purge")
   class Purge {
 

@@ -111,4 +111,14 @@ public final class SwitchableStore<C> implements ProcessedEventStore<C> {
   public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
     return delegate.releaseDeadLetter(key, brokerMessageId);
   }
+
+  @Override
+  public int startAttempt(IdempotencyKey key) {
+    return delegate.startAttempt(key);
+  }
+
+  @Override
+  public void clearAttempts(C transaction, IdempotencyKey key) {
+    delegate.clearAttempts(transaction, key);
+  }
 }

@@ -56,4 +56,14 @@ class DelegatingStore implements ProcessedEventStore<InMemoryTransaction> {
   public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
     return delegate.releaseDeadLetter(key, brokerMessageId);
   }
+
+  @Override
+  public int startAttempt(IdempotencyKey key) {
+    return delegate.startAttempt(key);
+  }
+
+  @Override
+  public void clearAttempts(InMemoryTransaction tx, IdempotencyKey key) {
+    delegate.clearAttempts(tx, key);
+  }
 }

@@ -47,7 +47,13 @@ final class FaultyStores {
     /** Reports a dead-letter decision recorded but keeps none (a store written before the SPI had it). */
     FORGETS_DEAD_LETTERS,
     /** Writes a dead-letter decision over the marker of a processed key. */
-    OVERWRITES_PROCESSED
+    OVERWRITES_PROCESSED,
+    /** Counts attempts in memory per call only: every start answers 1 (what a restart would see). */
+    FORGETS_ATTEMPTS,
+    /** Clears an attempt count at once, so a transaction that rolls back loses it too. */
+    CLEARS_ATTEMPTS_ON_ROLLBACK,
+    /** Keeps a key's attempt count when its dead-letter decision is recorded or released. */
+    KEEPS_ATTEMPTS_OF_DEAD_LETTERS
   }
 
   /** The transaction context: the in-memory one plus PostgreSQL's "aborted" state. */
@@ -183,7 +189,46 @@ final class FaultyStores {
       if (fault == Fault.OVERWRITES_PROCESSED && delegate.isProcessed(stored(key))) {
         delegate.purge(Instant.MAX, Integer.MAX_VALUE); // the processed marker goes
       }
-      return unclassified(() -> delegate.recordDeadLetter(stored(key), decision));
+      int before = delegate.attempts(stored(key));
+      boolean recorded = unclassified(() -> delegate.recordDeadLetter(stored(key), decision));
+      keepAttempts(key, before);
+      return recorded;
+    }
+
+    /** With {@link Fault#KEEPS_ATTEMPTS_OF_DEAD_LETTERS}, puts {@code count} back. */
+    private void keepAttempts(IdempotencyKey key, int count) {
+      if (fault == Fault.KEEPS_ATTEMPTS_OF_DEAD_LETTERS) {
+        while (delegate.attempts(stored(key)) < count) {
+          delegate.startAttempt(stored(key));
+        }
+      }
+    }
+
+    @Override
+    public int startAttempt(IdempotencyKey key) {
+      if (fault == Fault.FORGETS_ATTEMPTS) {
+        return unclassified(() -> {
+          delegate.isProcessed(key); // reaches the store, counts nothing
+          return 1;
+        });
+      }
+      return unclassified(() -> delegate.startAttempt(stored(key)));
+    }
+
+    @Override
+    public void clearAttempts(Tx transaction, IdempotencyKey key) {
+      if (fault == Fault.CLEARS_ATTEMPTS_ON_ROLLBACK) {
+        try {
+          delegate.inTransaction(other -> {
+            delegate.clearAttempts(other, stored(key));
+            return null;
+          });
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+        return;
+      }
+      delegate.clearAttempts(transaction.inner, stored(key));
     }
 
     @Override
@@ -193,7 +238,10 @@ final class FaultyStores {
 
     @Override
     public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
-      return unclassified(() -> delegate.releaseDeadLetter(stored(key), brokerMessageId));
+      int before = delegate.attempts(stored(key));
+      boolean released = unclassified(() -> delegate.releaseDeadLetter(stored(key), brokerMessageId));
+      keepAttempts(key, before);
+      return released;
     }
 
     private <T> T unclassified(java.util.function.Supplier<T> call) {
@@ -303,6 +351,24 @@ final class FaultyStores {
   static final class OverwritesProcessed extends Kit {
     OverwritesProcessed() {
       super(Fault.OVERWRITES_PROCESSED);
+    }
+  }
+
+  static final class ForgetsAttempts extends Kit {
+    ForgetsAttempts() {
+      super(Fault.FORGETS_ATTEMPTS);
+    }
+  }
+
+  static final class ClearsAttemptsOnRollback extends Kit {
+    ClearsAttemptsOnRollback() {
+      super(Fault.CLEARS_ATTEMPTS_ON_ROLLBACK);
+    }
+  }
+
+  static final class KeepsAttemptsOfDeadLetters extends Kit {
+    KeepsAttemptsOfDeadLetters() {
+      super(Fault.KEEPS_ATTEMPTS_OF_DEAD_LETTERS);
     }
   }
 

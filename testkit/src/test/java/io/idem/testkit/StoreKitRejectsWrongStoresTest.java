@@ -20,7 +20,8 @@ class StoreKitRejectsWrongStoresTest {
     assertThat(run.skipped()).isEmpty();
     assertThat(run.succeeded()).contains("racingClaimWaitsThenIsDuplicate", "longestKeyIsStoredWhole",
         "swallowedFailureNeverCommitsTheClaimAlone", "unreachableDatabaseIsStoreUnavailable",
-        "recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery");
+        "recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery",
+            "deadLetterStartsAfresh");
   }
 
   @Test
@@ -56,7 +57,8 @@ class StoreKitRejectsWrongStoresTest {
   @DisplayName("a store that does not report an unreachable database as StoreUnavailableException is rejected")
   void unclassifiedOutageIsRejected() {
     assertThat(KitRun.of(FaultyStores.OutageUnclassified.class).failed())
-        .containsExactlyInAnyOrder("unreachableDatabaseIsStoreUnavailable", "unreachableDatabaseFailsDecisions");
+        .containsExactlyInAnyOrder("unreachableDatabaseIsStoreUnavailable", "unreachableDatabaseFailsDecisions",
+            "unreachableDatabaseFailsAttempts");
   }
 
   @Test
@@ -77,7 +79,30 @@ class StoreKitRejectsWrongStoresTest {
   @DisplayName("a store that reports a dead-letter decision recorded but keeps none is rejected")
   void forgettingDeadLetterDecisionsIsRejected() {
     assertThat(KitRun.of(FaultyStores.ForgetsDeadLetters.class).failed())
-        .containsExactlyInAnyOrder("recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery");
+        .containsExactlyInAnyOrder("recordedDecisionIsReadBack", "releaseRemovesOnlyThatDelivery",
+            "deadLetterStartsAfresh");
+  }
+
+  @Test
+  @DisplayName("a store whose attempt counts do not last (every start answers 1) is rejected")
+  void forgettingAttemptsIsRejected() {
+    assertThat(KitRun.of(FaultyStores.ForgetsAttempts.class).failed())
+        .containsExactlyInAnyOrder("attemptsCountUp", "clearedOnlyByACommit", "deadLetterStartsAfresh",
+            "purgeRemovesOldCounts");
+  }
+
+  @Test
+  @DisplayName("a store that clears an attempt count outside the message's transaction is rejected")
+  void clearingAttemptsOnRollbackIsRejected() {
+    assertThat(KitRun.of(FaultyStores.ClearsAttemptsOnRollback.class).failed())
+        .containsExactly("clearedOnlyByACommit");
+  }
+
+  @Test
+  @DisplayName("a store that keeps the attempt count of a dead-lettered key is rejected")
+  void keepingAttemptsOfDeadLettersIsRejected() {
+    assertThat(KitRun.of(FaultyStores.KeepsAttemptsOfDeadLetters.class).failed())
+        .containsExactly("deadLetterStartsAfresh");
   }
 
   @Test

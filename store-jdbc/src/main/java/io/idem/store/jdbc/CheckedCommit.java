@@ -145,8 +145,11 @@ final class CheckedCommit {
       if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
         throw new HandlerEndedTransaction(e);
       }
-      // 55P03 can only come from the claim, which runs after the COMMIT
-      boolean timedOut = LOCK_NOT_AVAILABLE.equals(e.getSQLState());
+      // 55P03 can only come from the claim, which runs after the COMMIT; so can 57014 (a
+      // statement_timeout shorter than the claim's lock timeout ends the same wait): either way the
+      // next call does not claim and wait again
+      boolean timedOut = LOCK_NOT_AVAILABLE.equals(e.getSQLState())
+          || ClaimStatement.QUERY_CANCELED.equals(e.getSQLState());
       if (!check) {
         rollBackQuietly(connection);
         return new AfterCommit(null, timedOut);

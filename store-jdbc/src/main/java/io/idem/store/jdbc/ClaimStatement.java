@@ -43,6 +43,8 @@ import org.jspecify.annotations.Nullable;
 final class ClaimStatement {
   /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
   private static final String LOCK_NOT_AVAILABLE = "55P03";
+  /** statement_timeout (or a cancel request): on a claim, its lock wait was cut short. */
+  static final String QUERY_CANCELED = "57014";
 
   private final TableName table;
   private final String claimSql;
@@ -206,6 +208,13 @@ final class ClaimStatement {
       return new TransactionRetryException("the claim of " + what + " waited longer than the"
           + " claim lock timeout (" + lockTimeout + ") behind another transaction holding the same"
           + " key: " + TransientFailures.rootMessage(e), e);
+    }
+    if (QUERY_CANCELED.equals(state)) {
+      // a statement_timeout shorter than the claim lock timeout ends the same wait first: a lock
+      // wait like 55P03, never an outage (the database answered)
+      return new TransactionRetryException("the claim of " + what + " was cancelled (SQLSTATE"
+          + " 57014: statement_timeout shorter than the claim lock timeout " + lockTimeout + "?)"
+          + " while it waited: " + TransientFailures.rootMessage(e), e);
     }
     if (state != null && TransientFailures.RETRY_TRANSACTION.contains(state)) {
       return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"

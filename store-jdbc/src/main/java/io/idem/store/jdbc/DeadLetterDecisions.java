@@ -107,9 +107,9 @@ public final class DeadLetterDecisions {
    * Deletes the dead-letter decision of {@code key} in {@code consumerGroup} — the row with outcome
    * {@code DEAD_LETTERED}, whichever delivery it was recorded for — in one statement of its own:
    * {@code DELETE … WHERE consumer_group = ? AND idempotency_key = ? AND outcome = 'DEAD_LETTERED'}.
-   * A processed marker is never deleted. Nothing else is touched: a store that keeps other state
-   * per key (such as attempt counts) clears it when it records the decision, so the released key
-   * starts afresh.
+   * A processed marker is never deleted. The key's attempt count, if the table has one ({@code
+   * <table>_attempts}), is deleted too (and was when the decision was recorded), so the replayed
+   * message starts with a fresh count.
    *
    * @return whether a decision was deleted ({@code false}: none was recorded, it was released
    *     already, or the key was processed)
@@ -128,10 +128,37 @@ public final class DeadLetterDecisions {
       }
       s.setString(1, consumerGroup);
       s.setString(2, key);
-      return s.executeUpdate() == 1;
+      boolean released = s.executeUpdate() == 1;
+      clearAttempts(c, consumerGroup, key);
+      return released;
     } catch (SQLException | RuntimeException e) {
       throw DeadLetterActions.failure(
           "releasing the dead-letter decision of key '" + key + "' in " + table.qualified(), e);
+    }
+  }
+
+  /**
+   * Deletes the key's attempt count (V4__processed_events_attempts.sql) when the table has one, so
+   * that the replayed message starts with a fresh count (docs/FAILURES.md).
+   */
+  private void clearAttempts(Connection c, String consumerGroup, String key) throws SQLException {
+    TableName attempts = MyBatisProcessedEventStore.attemptsTable(table);
+    if (attempts == null) {
+      return;
+    }
+    try (PreparedStatement exists = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      exists.setString(1, attempts.qualified());
+      try (ResultSet rs = exists.executeQuery()) {
+        if (!rs.next() || !rs.getBoolean(1)) {
+          return;
+        }
+      }
+    }
+    try (PreparedStatement s = c.prepareStatement("DELETE FROM " + attempts.qualified()
+        + " WHERE consumer_group = ? AND idempotency_key = ?")) {
+      s.setString(1, consumerGroup);
+      s.setString(2, key);
+      s.executeUpdate();
     }
   }
 

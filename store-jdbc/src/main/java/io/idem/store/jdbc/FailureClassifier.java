@@ -14,8 +14,13 @@ import org.jspecify.annotations.Nullable;
 /**
  * Decides, once, what a failed transaction of {@link MyBatisProcessedEventStore#inTransaction}
  * throws (docs/FAILURES.md): "outage" is decided from the store's own connection, never from a
- * cause chain holding a socket exception. 40001 and 40P01 anywhere in the chain are a {@link
- * TransactionRetryException}; otherwise, while the transaction's connection is still valid
+ * cause chain holding a socket exception. 40001 and 40P01 in the chain are a {@link
+ * TransactionRetryException} only when the store's own transaction raised them — pgjdbc's state of
+ * its connection, read before the rollback with no round trip, is "failed" (a statement of Idem's
+ * session failed) or "idle" (the COMMIT failed); on another driver, always. Raised elsewhere — the
+ * handler's own connection or pool, while Idem's transaction is still open and healthy — they are
+ * the handler's failure, an attempt (docs/FAILURES.md): a handler that loses every time on its own
+ * connection must not loop uncounted. Otherwise, while the transaction's connection is still valid
  * ({@link Connection#isValid}) the failure is the work's, unchanged; when that connection broke, a
  * fresh connection tells whether the server ended the handler's session (it works: the work's
  * failure) or the database is away (it fails too: a {@link StoreUnavailableException}).
@@ -44,8 +49,9 @@ final class FailureClassifier {
    * exception {@link MyBatisProcessedEventStore#inTransaction} throws.
    */
   Exception failed(SqlSession session, OpenTransaction transaction, Throwable failure) {
+    boolean ours = raisedOnOurTransaction(session);
     rollback(session, failure);
-    Throwable classified = classify(session, transaction, failure);
+    Throwable classified = classify(session, transaction, failure, ours);
     if (!transaction.claims().isEmpty()) {
       commit.removeEarlyMarkers(session, transaction, classified);
     }
@@ -55,7 +61,20 @@ final class FailureClassifier {
     return (Exception) classified;
   }
 
-  private Throwable classify(SqlSession session, OpenTransaction transaction, Throwable failure) {
+  /**
+   * Whether a failure may have been raised by the store's own transaction: not when pgjdbc says the
+   * transaction is still open and healthy (the failing statement ran on another connection).
+   */
+  private static boolean raisedOnOurTransaction(SqlSession session) {
+    try {
+      return DriverTransactions.ofAnyDriver(session.getConnection()) != DriverTransactions.State.OPEN;
+    } catch (RuntimeException e) {
+      return true;
+    }
+  }
+
+  private Throwable classify(SqlSession session, OpenTransaction transaction, Throwable failure,
+      boolean ours) {
     if (failure instanceof StoreUnavailableException || failure instanceof TransactionRetryException) {
       return failure; // the claim's or the pipeline's own verdict
     }
@@ -63,7 +82,7 @@ final class FailureClassifier {
       return failure; // shutting down: the pipeline releases the message
     }
     String retry = sqlStateIn(failure, TransientFailures.RETRY_TRANSACTION);
-    if (retry != null) {
+    if (retry != null && ours) {
       return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
           + " (SQLSTATE " + retry + "): " + TransientFailures.rootMessage(failure), failure);
     }

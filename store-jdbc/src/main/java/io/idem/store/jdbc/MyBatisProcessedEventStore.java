@@ -112,6 +112,19 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       "db/migration/idem/V3__processed_events_dead_letters.sql";
 
   /**
+   * Classpath location of the script that creates the attempts table — the processed-events
+   * table's name with the suffix {@value #ATTEMPTS_SUFFIX} — where {@link #startAttempt} counts
+   * handler runs that may not be counted by the broker (run after {@link #MIGRATION_RESOURCE};
+   * {@code createTableIfMissing} runs it): {@value}. Without the table the store keeps no counts
+   * (logged at start-up) and a message that kills the process may loop.
+   */
+  public static final String ATTEMPTS_MIGRATION_RESOURCE =
+      "db/migration/idem/V4__processed_events_attempts.sql";
+
+  /** Suffix of the attempts table's name, after the processed-events table's: {@value}. */
+  public static final String ATTEMPTS_SUFFIX = "_attempts";
+
+  /**
    * Default {@link Builder#claimLockTimeout(Duration)}: 2 seconds. Below the time a Kafka consumer
    * may spend on one record with the client's defaults ({@code max.poll.interval.ms} 5 min over
    * {@code max.poll.records} 100 = 3 s), so a claim stuck behind another instance's open
@@ -127,6 +140,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private final String namespace;
   private final String existsStatement;
   private final String purgeStatement;
+  /** The attempts table ({@link #ATTEMPTS_SUFFIX}), {@code null} when its name is too long. */
+  private final @Nullable TableName attemptsTable;
+  private final @Nullable String attemptsNamespace;
+  /** Whether the attempts table exists: assumed with {@code verifyTable(false)}, read at start-up otherwise. */
+  private volatile boolean attemptCounts;
   /**
    * Whether the table has the columns of {@link #DEAD_LETTERS_MIGRATION_RESOURCE}: assumed with
    * {@code verifyTable(false)}, read at start-up otherwise.
@@ -149,10 +167,27 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table);
     this.existsStatement = namespace + ".exists";
     this.purgeStatement = namespace + ".purge";
+    this.attemptsTable = attemptsTable(table);
+    this.attemptsNamespace = attemptsTable == null ? null : ProcessedEventsMapper.register(
+        sessions.getConfiguration(), ProcessedEventsMapper.ATTEMPT_TEMPLATE,
+        "io.idem.store.jdbc.Attempts.", attemptsTable, "startAttempt");
+    this.attemptCounts = attemptsTable != null;
     this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout);
     Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
     this.commit = new CheckedCommit(freshSession, table);
     this.failures = new FailureClassifier(freshSession, commit);
+  }
+
+  /**
+   * The attempts table of {@code table}, or {@code null} when the name with the suffix would be
+   * longer than PostgreSQL's 63 characters (the store then keeps no counts).
+   */
+  static @Nullable TableName attemptsTable(TableName table) {
+    try {
+      return TableName.of(table.qualified() + ATTEMPTS_SUFFIX);
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
   }
 
   /** Starts building a store on the application's session factory. */
@@ -579,6 +614,15 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     try {
       deadLetterColumns = StartupChecks.run(session, namespace, table);
+      attemptCounts = attemptsTable != null && Boolean.TRUE.equals(session.selectOne(
+          attemptsNamespace + ".attemptsTableExists", Map.of("table", attemptsTable.qualified())));
+      if (!attemptCounts) {
+        LOG.warn("{}: no attempts table {} ({}): attempts are counted as the broker counts them, so"
+            + " a message whose handler kills the process may be redelivered without end; apply"
+            + " it, or build with createTableIfMissing(true)", table.qualified(),
+            attemptsTable == null ? "(the name would be over 63 characters)"
+                : attemptsTable.qualified(), ATTEMPTS_MIGRATION_RESOURCE);
+      }
       StartupChecks.logIsolation(session, namespace, isolation);
       ClaimProbe.run(session, claims, namespace, table);
     } finally {
@@ -600,7 +644,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     params.put("before", Timestamp.from(processedBefore));
     params.put("maxRows", maxRows);
     try {
-      return inTransaction(session -> session.delete(purgeStatement, params));
+      return inTransaction(session -> {
+        int markers = session.delete(purgeStatement, params);
+        int counts = attemptCounts ? session.delete(attemptsNamespace + ".purgeAttempts", params) : 0;
+        return Math.max(markers, counts);
+      });
     } catch (RuntimeException e) {
       throw e;
     } catch (Exception e) {
@@ -649,8 +697,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     params.put("exceptionClass", decision.exceptionClass());
     params.put("brokerMessageId", decision.brokerMessageId());
     params.put("lockTimeout", lockTimeout);
-    return ownTransaction("recording a dead-letter decision",
-        session -> session.insert(namespace + ".recordDeadLetter", params)) == 1;
+    return ownTransaction("recording a dead-letter decision", session -> {
+      int recorded = session.insert(namespace + ".recordDeadLetter", params);
+      clearAttempts(session, key); // a replay of the dead letter starts with a fresh count
+      return recorded;
+    }) == 1;
   }
 
   /**
@@ -698,8 +749,83 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     Map<String, Object> params = keyParams(key);
     params.put("brokerMessageId", brokerMessageId);
-    return ownTransaction("releasing a dead-letter decision",
-        session -> session.delete(namespace + ".releaseDeadLetter", params)) == 1;
+    return ownTransaction("releasing a dead-letter decision", session -> {
+      int released = session.delete(namespace + ".releaseDeadLetter", params);
+      clearAttempts(session, key);
+      return released;
+    }) == 1;
+  }
+
+  /**
+   * One more run of {@code key}'s handler, counted in the attempts table ({@link
+   * #ATTEMPTS_MIGRATION_RESOURCE}) by one upsert in a transaction of its own (two round trips: the
+   * upsert and the COMMIT); waits behind another transaction holding the key's row at most the
+   * claim lock timeout. Returns {@code 0} without a round trip when the table is missing.
+   * Thread-safe.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   * @throws TransactionRetryException the wait for the row's lock ran out, or PostgreSQL asked
+   *     for a retry
+   */
+  @Override
+  public int startAttempt(IdempotencyKey key) {
+    if (!attemptCounts) {
+      return 0;
+    }
+    Map<String, Object> params = keyParams(key);
+    params.put("lockTimeout", lockTimeout);
+    try {
+      return ownTransaction("counting an attempt of key '" + key.value() + "'",
+          session -> session.<Integer>selectOne(attemptsNamespace + ".startAttempt", params));
+    } catch (TransactionRetryException | StoreUnavailableException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      String state = TransientFailures.sqlState(e);
+      if ("55P03".equals(state) || ClaimStatement.QUERY_CANCELED.equals(state)) {
+        // another instance's transaction holds the key's count (it is running the message)
+        throw new TransactionRetryException("counting an attempt of key '" + key.value()
+            + "' waited too long behind another transaction (SQLSTATE " + state + "): "
+            + TransientFailures.rootMessage(e), e);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Deletes the key's attempt count inside {@code transaction} (one round trip); nothing without
+   * the attempts table. Thread-safe as far as the store goes.
+   */
+  @Override
+  public void clearAttempts(SqlSession transaction, IdempotencyKey key) {
+    if (attemptCounts) {
+      transaction.delete(attemptsNamespace + ".clearAttempts", keyParams(key));
+    }
+  }
+
+  /**
+   * The attempt count {@link #startAttempt} keeps for {@code key}, {@code 0} when there is none
+   * (or no attempts table); outside any transaction, for operations and tests.
+   *
+   * @throws StoreUnavailableException when the database cannot be reached
+   */
+  public int attempts(IdempotencyKey key) {
+    if (!attemptCounts) {
+      return 0;
+    }
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+      Integer count = session.selectOne(attemptsNamespace + ".attempts", keyParams(key));
+      return count == null ? 0 : count;
+    } catch (RuntimeException e) {
+      if (TransientFailures.isTransient(e)) {
+        throw new StoreUnavailableException("attempts lookup failed: " + e.getMessage(), e);
+      }
+      throw e;
+    }
+  }
+
+  /** The attempts table, {@code null} when the store keeps no counts; for {@link RetentionJob}. */
+  @Nullable String attemptsNamespaceIfCounting() {
+    return attemptCounts ? attemptsNamespace : null;
   }
 
   private static Map<String, Object> keyParams(IdempotencyKey key) {

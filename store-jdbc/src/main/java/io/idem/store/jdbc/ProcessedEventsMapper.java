@@ -15,6 +15,8 @@ import org.apache.ibatis.session.Configuration;
  */
 final class ProcessedEventsMapper {
   private static final String MAPPER_TEMPLATE = "io/idem/store/jdbc/ProcessedEventMapper.xml";
+  /** The attempts table's statements ({@code V4__processed_events_attempts.sql}). */
+  static final String ATTEMPT_TEMPLATE = "io/idem/store/jdbc/AttemptMapper.xml";
 
   private ProcessedEventsMapper() {}
 

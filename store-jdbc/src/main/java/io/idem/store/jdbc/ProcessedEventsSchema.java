@@ -64,6 +64,14 @@ public final class ProcessedEventsSchema {
     String sql = ProcessedEventsMapper.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE)
         + ";\n" + ProcessedEventsMapper.readResource(
             MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+    TableName attempts = MyBatisProcessedEventStore.attemptsTable(table);
+    if (attempts != null) {
+      // the attempts table first, by its full name: the rule below leaves names going on with "_"
+      sql += ";\n" + ProcessedEventsMapper.readResource(
+          MyBatisProcessedEventStore.ATTEMPTS_MIGRATION_RESOURCE).replace(
+              MyBatisProcessedEventStore.DEFAULT_TABLE + MyBatisProcessedEventStore.ATTEMPTS_SUFFIX,
+              attempts.qualified());
+    }
     sql = Pattern.compile("\\b" + MyBatisProcessedEventStore.DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
         .replaceAll(Matcher.quoteReplacement(table.qualified()));
     return sql.replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx");

@@ -167,6 +167,9 @@ public final class RetentionJob implements AutoCloseable {
         break;
       }
     }
+    if (!yielded) {
+      purgeAttempts(cutoff);
+    }
     Duration passTook = Duration.ofNanos(System.nanoTime() - start);
     long deleted = total;
     boolean yieldedPass = yielded;
@@ -177,6 +180,25 @@ public final class RetentionJob implements AutoCloseable {
         store.tableName(), total, cutoff, passTook.toMillis(),
         yielded ? " (another instance is purging)" : "", age);
     return total;
+  }
+
+  /**
+   * Deletes the attempt counts (docs/FAILURES.md) last started before {@code cutoff}, batch after
+   * batch: a count that old belongs to a message no longer redelivered (or whose marker the same
+   * window purges), so keeping it would only make a much later replay start part-way.
+   */
+  private void purgeAttempts(Instant cutoff) {
+    String attempts = store.attemptsNamespaceIfCounting();
+    if (attempts == null) {
+      return;
+    }
+    Map<String, Object> params = new HashMap<>();
+    params.put("before", Timestamp.from(cutoff));
+    params.put("maxRows", batchSize);
+    int deleted;
+    do {
+      deleted = inSession(s -> s.delete(attempts + ".purgeAttempts", params));
+    } while (deleted >= batchSize && stopped.getCount() > 0);
   }
 
   /** Age of the oldest marker, {@code null} when there is none; one index probe. */
