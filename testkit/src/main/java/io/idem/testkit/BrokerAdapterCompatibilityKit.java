@@ -356,7 +356,8 @@ public abstract class BrokerAdapterCompatibilityKit {
 
       List<DeadLetteredMessage> dead = awaitDeadLetters(1);
       assertThat(dead.get(0).cause()).isEqualTo(DeadLetterCause.NO_KEY.name());
-      assertThat(dead.get(0).detail()).contains(KEY);
+      // the reason names the key as the broker spells it: JMS property names cannot hold '-'
+      assertThat(dead.get(0).detail()).containsAnyOf(KEY, KEY.replace('-', '_'));
       assertThat(dead.get(0).headers()).containsEntry("x-other", "1");
       awaitEffects("after-keyless", 1);
       assertThat(calls.get()).isEqualTo(1);
