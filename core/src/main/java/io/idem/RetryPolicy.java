@@ -71,6 +71,20 @@ public final class RetryPolicy {
     return new Builder();
   }
 
+  /** A builder holding this policy's settings, to derive another policy from it. */
+  public Builder toBuilder() {
+    Builder b = new Builder()
+        .maxAttempts(maxAttempts)
+        .initialBackoff(initialBackoff)
+        .maxBackoff(maxBackoff)
+        .multiplier(multiplier)
+        .jitter(jitter)
+        .retryIntegrityViolations(retryIntegrityViolations)
+        .maxTransactionRetries(maxTransactionRetries);
+    nonRetryable.forEach(b::nonRetryable);
+    return b;
+  }
+
   /** Deliveries a message gets before it is dead-lettered, counting the first; at least 1. */
   public int maxAttempts() {
     return maxAttempts;

@@ -66,4 +66,19 @@ class RetryPolicyTest {
     assertThatThrownBy(() -> RetryPolicy.builder().initialBackoff(Duration.ofSeconds(2)).maxBackoff(Duration.ofSeconds(1)).build())
         .hasMessageContaining("maxBackoff must be >= initialBackoff");
   }
+
+  @Test
+  void toBuilderKeepsEverySettingAndDerivesAnother() {
+    RetryPolicy policy = RetryPolicy.builder().maxAttempts(7).initialBackoff(Duration.ofMillis(200))
+        .maxBackoff(Duration.ofSeconds(3)).multiplier(1.5).jitter(0.1).maxTransactionRetries(4)
+        .retryIntegrityViolations(true).nonRetryable(IllegalArgumentException.class).build();
+    RetryPolicy copy = policy.toBuilder().build();
+    assertThat(copy.toString()).isEqualTo(policy.toString());
+    assertThat(copy.isRetryable(new IllegalArgumentException("bad"))).isFalse();
+
+    RetryPolicy derived = policy.toBuilder().maxTransactionRetries(Integer.MAX_VALUE).build();
+    assertThat(derived.maxTransactionRetries()).isEqualTo(Integer.MAX_VALUE);
+    assertThat(derived.maxAttempts()).isEqualTo(7);
+    assertThat(policy.maxTransactionRetries()).isEqualTo(4);
+  }
 }

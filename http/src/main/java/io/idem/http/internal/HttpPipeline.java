@@ -46,7 +46,10 @@ public final class HttpPipeline<C> {
         .consumerGroup(consumerGroup)
         .standardEnvelopes(false)
         .keyExtractor(new CarriedKey())
-        .retryPolicy(retryPolicy)
+        // each request bounds its own transaction retries (below); the pipeline's per-key count
+        // "in a row" would add up the retries of every client racing one key, and turn the
+        // claim's lock timeout of an in-flight key (a 409) into a failed attempt (a 500)
+        .retryPolicy(retryPolicy.toBuilder().maxTransactionRetries(Integer.MAX_VALUE).build())
         .detectPayloadConflicts(detectPayloadConflicts)
         .oversizedKeys(oversizedKeys)
         .listener(new RetryRecorder())
