@@ -100,6 +100,22 @@ public class PostgresPipelineBenchmark {
     return postgres.process(message("k-" + sequence.incrementAndGet()), NO_BROKER);
   }
 
+  /**
+   * A new key delivered as a possible redelivery ({@link InboundMessage#unaccountedRedelivery()}:
+   * after a restart, a rebalance, {@code redelivered=true}): the attempt counted in a short
+   * transaction of its own before the handler (docs/FAILURES.md, "Attempts that survive the
+   * process"), then BEGIN, claim, business INSERT, COMMIT; the attempt row is removed with the
+   * marker's commit.
+   */
+  @Benchmark
+  public ProcessingOutcome postgresPossibleRedeliveryNewKey() {
+    InboundMessage message = InboundMessage.builder("orders", PAYLOAD)
+        .header("idempotency-key", "r-" + sequence.incrementAndGet())
+        .unaccountedRedelivery(true)
+        .build();
+    return postgres.process(message, NO_BROKER);
+  }
+
   /** A duplicate on PostgreSQL: BEGIN, claim (0 rows), fingerprint SELECT, COMMIT. */
   @Benchmark
   public ProcessingOutcome postgresDuplicate() {

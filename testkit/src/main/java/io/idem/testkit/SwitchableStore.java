@@ -1,27 +1,22 @@
 package io.idem.testkit;
 
-import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
-import io.idem.spi.ClaimResult;
-import io.idem.spi.DeadLetterDecision;
+import io.idem.spi.ForwardingProcessedEventStore;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
-import java.time.Instant;
-import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A store that passes everything to another one, except for the failures a test switches on: a
  * database outage for the next {@code n} transactions ({@link StoreUnavailableException} before
  * the work runs, as when no connection can be opened), or a commit that fails after the work ran
  * (the transaction rolls back). For tests of what an adapter does around the store, on the real
- * database. Thread-safe.
+ * database. Everything else is forwarded ({@link ForwardingProcessedEventStore}); runs go through
+ * {@link #inTransaction}, so the switches hold inside them too. Thread-safe.
  *
  * @param <C> the store's transaction context
  */
-public final class SwitchableStore<C> implements ProcessedEventStore<C> {
+public final class SwitchableStore<C> extends ForwardingProcessedEventStore<C> {
   /** Thrown out of a transaction whose commit {@link #failNextCommits failed}. */
   public static final class FailedCommitException extends RuntimeException {
     FailedCommitException() {
@@ -29,13 +24,12 @@ public final class SwitchableStore<C> implements ProcessedEventStore<C> {
     }
   }
 
-  private final ProcessedEventStore<C> delegate;
   private final AtomicInteger outages = new AtomicInteger();
   private final AtomicInteger failedCommits = new AtomicInteger();
   private final AtomicInteger refused = new AtomicInteger();
 
   public SwitchableStore(ProcessedEventStore<C> delegate) {
-    this.delegate = Objects.requireNonNull(delegate, "delegate");
+    super(delegate);
   }
 
   /** The next {@code transactions} calls of {@link #inTransaction} throw {@link StoreUnavailableException}. */
@@ -63,62 +57,12 @@ public final class SwitchableStore<C> implements ProcessedEventStore<C> {
       refused.incrementAndGet();
       throw new StoreUnavailableException("simulated outage: the database cannot be reached", null);
     }
-    return delegate.inTransaction(tx -> {
+    return super.inTransaction(tx -> {
       T result = work.run(tx);
       if (takeOne(failedCommits)) {
         throw new FailedCommitException();
       }
       return result;
     });
-  }
-
-  @Override
-  public ClaimResult claim(C transaction, IdempotencyKey key, byte[] payloadFingerprint) {
-    return delegate.claim(transaction, key, payloadFingerprint);
-  }
-
-  @Override
-  public List<ClaimResult> claimAll(C transaction, List<IdempotencyKey> keys, List<byte[]> payloadFingerprints) {
-    return delegate.claimAll(transaction, keys, payloadFingerprints);
-  }
-
-  @Override
-  public void confirmClaim(C transaction, IdempotencyKey key) {
-    delegate.confirmClaim(transaction, key);
-  }
-
-  @Override
-  public int purge(Instant processedBefore, int maxRows) {
-    return delegate.purge(processedBefore, maxRows);
-  }
-
-  @Override
-  public boolean isProcessed(IdempotencyKey key) {
-    return delegate.isProcessed(key);
-  }
-
-  @Override
-  public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
-    return delegate.recordDeadLetter(key, decision);
-  }
-
-  @Override
-  public @Nullable DeadLetterDecision deadLetterDecision(IdempotencyKey key) {
-    return delegate.deadLetterDecision(key);
-  }
-
-  @Override
-  public boolean releaseDeadLetter(IdempotencyKey key, @Nullable String brokerMessageId) {
-    return delegate.releaseDeadLetter(key, brokerMessageId);
-  }
-
-  @Override
-  public int startAttempt(IdempotencyKey key) {
-    return delegate.startAttempt(key);
-  }
-
-  @Override
-  public void clearAttempts(C transaction, IdempotencyKey key) {
-    delegate.clearAttempts(transaction, key);
   }
 }
