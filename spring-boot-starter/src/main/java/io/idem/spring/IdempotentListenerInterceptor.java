@@ -116,7 +116,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     RetryPolicy policy = pipeline.retryPolicy();
     long started = System.nanoTime();
     while (true) {
-      InboundMessage message = kind.toInbound(delivered, attempts.next(delivery));
+      InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
+          !attempts.knows(delivery) && kind.deliveredBefore(delivered));
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
       Object[] result = new Object[1];
       ProcessingOutcome outcome;
@@ -144,6 +145,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
           break;
         case RETRY_STORE_UNAVAILABLE:
         case RETRY_TRANSACTION:
+          attempts.handedBack(delivery);
           break;
         default: // RELEASED: the consumer is shutting down
           throw kind.handBack(new IdempotentRetryException(outcome, delivery, Duration.ZERO, Duration.ZERO));
@@ -172,7 +174,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     String delivery = binding.consumerGroup() + "|" + kind.deliveryId(delivered);
     IdempotentConsumer<SqlSession> pipeline = pipelines.get().pipeline(binding.consumerGroup(),
         binding.key().fromArguments() ? MethodKey.DEFAULT : binding.key(), false);
-    InboundMessage message = kind.toInbound(delivered, attempts.next(delivery));
+    InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
+        !attempts.knows(delivery) && kind.deliveredBefore(delivered));
     DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
     ProcessingOutcome outcome;
     try {

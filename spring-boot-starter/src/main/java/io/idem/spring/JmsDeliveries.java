@@ -75,13 +75,24 @@ final class JmsDeliveries implements ListenerDeliveries {
     }
   }
 
+  /** {@code JMSRedelivered}: the provider may have delivered the message before. */
   @Override
-  public InboundMessage toInbound(Object message, int attempt) {
+  public boolean deliveredBefore(Object message) {
+    try {
+      return ((Message) message).getJMSRedelivered();
+    } catch (JMSException e) {
+      return true; // unknown: counting it costs a round trip, never a wrong outcome
+    }
+  }
+
+  @Override
+  public InboundMessage toInbound(Object message, int attempt, boolean unaccounted) {
     Message jms = (Message) message;
     try {
       InboundMessage.Builder builder = InboundMessage.builder(name(jms.getJMSDestination()), body(jms))
           .brokerMessageId(jms.getJMSMessageID())
           .deliveryAttempt(attempt)
+        .unaccountedRedelivery(unaccounted)
           .receivedAt(Instant.now())
           .nativeMessage(jms);
       Enumeration<?> names = jms.getPropertyNames();

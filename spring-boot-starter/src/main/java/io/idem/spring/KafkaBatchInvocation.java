@@ -117,7 +117,7 @@ final class KafkaBatchInvocation {
       Object record = call.records.get(index);
       String delivery = binding.consumerGroup() + "|" + kind.deliveryId(record);
       deliveries.add(delivery);
-      messages.add(kind.toInbound(record, call.attempts().next(delivery)));
+      messages.add(kind.toInbound(record, call.attempts().next(delivery), false));
       byBrokerId.put(kind.deliveryId(record), index);
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, record, binding.deadLetter());
       ours.add(acknowledgement);

@@ -111,11 +111,12 @@ final class KafkaDeliveries implements ListenerDeliveries {
   }
 
   @Override
-  public InboundMessage toInbound(Object message, int attempt) {
+  public InboundMessage toInbound(Object message, int attempt, boolean unaccounted) {
     ConsumerRecord<?, ?> record = (ConsumerRecord<?, ?>) message;
     InboundMessage.Builder builder = InboundMessage.builder(record.topic(), bytes(record.value(), "value"))
         .brokerMessageId(deliveryId(record))
         .deliveryAttempt(attempt)
+        .unaccountedRedelivery(unaccounted)
         .receivedAt(Instant.now())
         .nativeMessage(record);
     for (Header header : record.headers()) {

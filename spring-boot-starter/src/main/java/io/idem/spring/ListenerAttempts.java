@@ -20,7 +20,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Counted in memory, per consumer group and delivery ({@link ListenerDeliveries#deliveryId}):
  * a restart, or a redelivery to another instance, starts again at 1 — more attempts, never fewer.
  * Bounded: past {@value #MAX_TRACKED} deliveries in retry the counts are cleared (more attempts,
- * never fewer). Thread-safe.
+ * never fewer). A delivery it does not know that the broker says may have been delivered before
+ * ({@link ListenerDeliveries#deliveredBefore}) is counted in the store instead, before its handler
+ * runs ({@link io.idem.InboundMessage#unaccountedRedelivery()}): so a process death during the
+ * handler counts as an attempt. Thread-safe.
  */
 final class ListenerAttempts {
   /** Deliveries whose count is kept at most; cleared past it. */
@@ -39,6 +42,25 @@ final class ListenerAttempts {
       failedRuns.clear();
     }
     failedRuns.merge(delivery, 1, Integer::sum);
+  }
+
+  /**
+   * {@code delivery} goes back to the container unsettled without a failed handler run (the store
+   * unavailable, a transaction retry): known, so its redelivery is not counted in the store.
+   */
+  void handedBack(String delivery) {
+    if (failedRuns.size() >= MAX_TRACKED) {
+      failedRuns.clear();
+    }
+    failedRuns.putIfAbsent(delivery, 0);
+  }
+
+  /**
+   * Whether this process saw {@code delivery} come back unsettled (failed or handed back): its
+   * redelivery is then no unaccounted one (docs/FAILURES.md, "Attempts that survive the process").
+   */
+  boolean knows(String delivery) {
+    return failedRuns.containsKey(delivery);
   }
 
   /** {@code delivery} was settled (processed, a duplicate, dead-lettered): forget it. */

@@ -42,7 +42,19 @@ interface ListenerDeliveries {
    *
    * @throws IllegalStateException when the payload cannot be read as bytes (say which)
    */
-  InboundMessage toInbound(Object message, int attempt);
+  InboundMessage toInbound(Object message, int attempt, boolean unaccounted);
+
+  /**
+   * Whether the broker says {@code message} may have been delivered before (RabbitMQ {@code
+   * redelivered}, JMS {@code JMSRedelivered}, SQS {@code ApproximateReceiveCount} above 1): a
+   * delivery {@link ListenerAttempts} does not know is then an unaccounted redelivery ({@link
+   * InboundMessage#unaccountedRedelivery()}), its attempt counted in the store before the handler
+   * runs, so that a message whose handler killed the process is dead-lettered after at most
+   * maxAttempts deaths (docs/FAILURES.md, "Attempts that survive the process"). Default {@code false}.
+   */
+  default boolean deliveredBefore(Object message) {
+    return false;
+  }
 
   /**
    * Copies {@code message} with the reason headers to {@code destination} (or the kind's default

@@ -85,8 +85,18 @@ final class RabbitDeliveries implements ListenerDeliveries {
         + (id != null ? id : "sha-" + java.util.Arrays.hashCode(((Message) message).getBody()));
   }
 
+  /** RabbitMQ's {@code redelivered} flag, or a quorum queue's {@code x-delivery-count} above 0. */
   @Override
-  public InboundMessage toInbound(Object message, int attempt) {
+  public boolean deliveredBefore(Object message) {
+    MessageProperties properties = ((Message) message).getMessageProperties();
+    if (Boolean.TRUE.equals(properties.getRedelivered())) {
+      return true;
+    }
+    return properties.getHeaders().get("x-delivery-count") instanceof Number n && n.longValue() > 0;
+  }
+
+  @Override
+  public InboundMessage toInbound(Object message, int attempt, boolean unaccounted) {
     Message amqp = (Message) message;
     MessageProperties properties = amqp.getMessageProperties();
     String queue = properties.getConsumerQueue();
@@ -94,6 +104,7 @@ final class RabbitDeliveries implements ListenerDeliveries {
             amqp.getBody() == null ? new byte[0] : amqp.getBody())
         .brokerMessageId(properties.getMessageId())
         .deliveryAttempt(attempt)
+        .unaccountedRedelivery(unaccounted)
         .receivedAt(Instant.now())
         .nativeMessage(amqp);
     for (Map.Entry<String, @Nullable Object> header : properties.getHeaders().entrySet()) {

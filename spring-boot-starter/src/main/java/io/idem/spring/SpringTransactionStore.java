@@ -38,7 +38,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  *
  * <p>The claim, its SQL and its failure rules are store-jdbc's ({@link MyBatisProcessedEventStore},
  * docs/STORE.md): this class delegates {@link #claim}, {@link #claimAll}, {@link #confirmClaim},
- * {@link #purge} and {@link #isProcessed} to one, built on a MyBatis factory over the same {@link
+ * {@link #startAttempt}, {@link #clearAttempts}, {@link #purge} and {@link #isProcessed} to one, built on a MyBatis factory over the same {@link
  * DataSource} whose sessions use the Spring-bound connection inside the transaction ({@link
  * SpringBoundTransactionFactory}). What it does not do, because Spring commits: store-jdbc's
  * check, in the COMMIT's round trip, that the handler did not end the transaction by SQL text
@@ -241,6 +241,21 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
   @Override
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
     delegate.confirmClaim(transaction, key);
+  }
+
+  /**
+   * The attempt count, in store-jdbc's own short transaction outside any Spring transaction
+   * (docs/FAILURES.md, "Attempts that survive the process"): committed before the handler runs.
+   */
+  @Override
+  public int startAttempt(IdempotencyKey key) {
+    return delegate.startAttempt(key);
+  }
+
+  /** Removes the attempt count in the message's transaction, on the Spring-bound connection. */
+  @Override
+  public void clearAttempts(SqlSession transaction, IdempotencyKey key) {
+    delegate.clearAttempts(transaction, key);
   }
 
   @Override

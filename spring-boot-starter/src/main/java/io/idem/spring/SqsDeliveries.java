@@ -89,13 +89,28 @@ final class SqsDeliveries implements ListenerDeliveries {
     return queue(message) + "/" + sqs.messageId();
   }
 
+  /**
+   * {@code ApproximateReceiveCount} above 1 (received before); a message without the attribute
+   * (the container did not ask for it) counts as a first delivery.
+   */
   @Override
-  public InboundMessage toInbound(Object message, int attempt) {
+  public boolean deliveredBefore(Object message) {
+    String count = source(message).attributes().get(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT);
+    try {
+      return count != null && Long.parseLong(count.trim()) > 1;
+    } catch (NumberFormatException e) {
+      return true;
+    }
+  }
+
+  @Override
+  public InboundMessage toInbound(Object message, int attempt, boolean unaccounted) {
     Message sqs = source(message);
     InboundMessage.Builder builder = InboundMessage.builder(queue(message),
             sqs.body() == null ? new byte[0] : sqs.body().getBytes(StandardCharsets.UTF_8))
         .brokerMessageId(sqs.messageId())
         .deliveryAttempt(attempt)
+        .unaccountedRedelivery(unaccounted)
         .receivedAt(Instant.now())
         .nativeMessage(sqs);
     sqs.messageAttributes().forEach((name, value) -> {

@@ -90,6 +90,31 @@ class IdemAutoConfigurationIT {
     });
   }
 
+  /**
+   * The attempt counts of unaccounted redeliveries (docs/FAILURES.md, "Attempts that survive the
+   * process") reach store-jdbc's table through the starter's store: counted in their own committed
+   * transaction, cleared only by a committed message transaction.
+   */
+  @Test
+  void attemptCountsGoThroughToTheInnerStore() {
+    runner.run(context -> {
+      SpringTransactionStore store = context.getBean(SpringTransactionStore.class);
+      IdempotencyKey key = new IdempotencyKey("g", "attempts-1", KeySource.HEADER);
+      assertThat(store.startAttempt(key)).isEqualTo(1);
+      assertThat(store.startAttempt(key)).isEqualTo(2);
+      assertThatThrownBy(() -> store.inTransaction(session -> {
+        store.clearAttempts(session, key);
+        throw new IllegalStateException("rolled back");
+      })).hasMessage("rolled back");
+      assertThat(store.startAttempt(key)).isEqualTo(3);
+      store.inTransaction(session -> {
+        store.clearAttempts(session, key);
+        return null;
+      });
+      assertThat(store.startAttempt(key)).isEqualTo(1);
+    });
+  }
+
   @Test
   void aMeterRegistryGetsEachPipelinesMicrometerListener() {
     runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new).run(context ->

@@ -95,7 +95,12 @@ public final class SpringCrashChild {
       return group -> printing;
     }
 
+    @Value("${test.poison:}") String poison;
+
     void apply(String key) {
+      if (key.equals(poison)) {
+        Runtime.getRuntime().halt(3); // a message that kills the process, every time
+      }
       jdbc.update("INSERT INTO effects (id) VALUES (?)", key);
       if (delayMillis > 0) {
         try {

@@ -122,6 +122,62 @@ class SpringListenerCrashIT {
     }
   }
 
+  /**
+   * A message whose handler halts the JVM every time (docs/FAILURES.md, "Attempts that survive the
+   * process"): RabbitMQ redelivers it flagged {@code redelivered}, the starter counts its attempt
+   * in the store before the handler, and after {@code idem.retry.max-attempts} deaths Idem
+   * dead-letters it with MAX_ATTEMPTS_EXCEEDED without running it; every other event is applied
+   * once, none dead-lettered.
+   */
+  @Test
+  void rabbitListenerWhoseMessageKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() throws Exception {
+    String queue = "spring-poison-" + UUID.randomUUID();
+    String poison = key(3);
+    int maxAttempts = 3;
+    try (Connection connection = RabbitFixture.shared().connectionFactory().newConnection("spring-crash-it");
+        Channel channel = connection.createChannel()) {
+      channel.queueDeclare(queue, false, false, false, null);
+      channel.queueDeclare(queue + ".dlq", false, false, false, null);
+      cleanup.add(() -> deleteQueue(queue));
+      cleanup.add(() -> deleteQueue(queue + ".dlq"));
+      for (int i = 0; i < EVENTS; i++) {
+        channel.basicPublish("", queue, new AMQP.BasicProperties.Builder()
+            .messageId(UUID.randomUUID().toString())
+            .headers(Map.<String, Object>of("idempotency-key", key(i)))
+            .build(), key(i).getBytes(StandardCharsets.UTF_8));
+      }
+      int deaths = 0;
+      while (true) {
+        ChildJvm run = child("run-" + deaths, "rabbitmq", queue, null, 0,
+            "-Dtest.poison=" + poison, "-Didem.retry.max-attempts=" + maxAttempts);
+        try (run) {
+          await("the application dies or dead-letters the poison").atMost(WAIT).until(() ->
+              !run.isAlive() || channel.queueDeclarePassive(queue + ".dlq").getMessageCount() > 0);
+          if (run.isAlive()) {
+            await("every other event applied and the queue drained").atMost(WAIT).untilAsserted(() -> {
+              assertThat(run.isAlive()).as("alive").isTrue();
+              assertThat(distinct()).isEqualTo(EVENTS - 1);
+              assertThat(channel.queueDeclarePassive(queue).getMessageCount()).isZero();
+            });
+            break;
+          }
+        }
+        deaths++;
+        assertThat(deaths).as("process deaths of the poison message").isLessThanOrEqualTo(maxAttempts);
+      }
+      assertThat(deaths).as("process deaths of the poison message").isEqualTo(maxAttempts);
+      assertThat(count(poison)).isZero();
+      assertThat(total()).isEqualTo(EVENTS - 1);
+      assertThat(doubled()).isZero();
+      com.rabbitmq.client.GetResponse dead = channel.basicGet(queue + ".dlq", true);
+      assertThat(dead).isNotNull();
+      assertThat(new String(dead.getBody(), StandardCharsets.UTF_8)).isEqualTo(poison);
+      assertThat(String.valueOf(dead.getProps().getHeaders().get(io.idem.DeadLetterReason.HEADER_CAUSE)))
+          .isEqualTo("MAX_ATTEMPTS_EXCEEDED");
+      assertThat(channel.queueDeclarePassive(queue + ".dlq").getMessageCount()).as("other dead letters").isZero();
+    }
+  }
+
   @Test
   void jmsListenerHaltedAfterIdemsCommitBeforeTheSessionCommit() {
     String queue = jmsQueueWithEvents();
@@ -335,9 +391,11 @@ class SpringListenerCrashIT {
     }
   }
 
-  private ChildJvm child(String name, String broker, String source, CrashPoint point, long handlerDelayMillis) {
+  private ChildJvm child(String name, String broker, String source, CrashPoint point, long handlerDelayMillis,
+      String... extra) {
     PostgresFixture postgres = PostgresFixture.shared();
-    List<String> jvmArgs = new ArrayList<>(List.of(
+    List<String> jvmArgs = new ArrayList<>(List.of(extra));
+    jvmArgs.addAll(List.of(
         "-Xmx256m",
         "-Dtest.broker=" + broker,
         "-Dtest.source=" + source,
