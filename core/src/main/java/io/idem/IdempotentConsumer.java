@@ -211,6 +211,8 @@ public interface IdempotentConsumer<C> {
     private boolean naturallyIdempotent = false;
     private final List<IdempotencyListener> listeners = new ArrayList<>();
     private Duration outageErrorAfter = DEFAULT_OUTAGE_ERROR_AFTER;
+    /** An ObservationRegistry, typed Object so that the builder loads without Micrometer. */
+    private @Nullable Object observationRegistry;
 
     private Builder(ProcessedEventStore<C> store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -350,6 +352,26 @@ public interface IdempotentConsumer<C> {
     }
 
     /**
+     * Default none: nothing is observed and nothing is allocated for it. With a Micrometer {@code
+     * ObservationRegistry} (micrometer-observation is an optional dependency; Micrometer Tracing
+     * with its OpenTelemetry or Brave bridge turns observations into spans), the processing of
+     * each keyed message is an observation {@code idem.consume} — tags {@code
+     * idem.consumer.group}, {@code idem.source}, {@code idem.outcome}, high-cardinality {@code
+     * idem.key}; events {@code idem.claim}, {@code idem.handler}, {@code idem.commit}, {@code
+     * idem.ack} — whose parent is the message's W3C {@code traceparent} header (a receiver
+     * context), a batch's ({@link IdempotentConsumer#processBatch}) one observation {@code
+     * idem.consume.batch}, and an outbox row a handler enqueues an {@code idem.outbox.enqueue}
+     * child whose context the row stores ({@link TraceContext}; docs/METRICS.md, "Tracing"). The
+     * MDC entries around the handler are set with or without a registry.
+     *
+     * @param value an {@code io.micrometer.observation.ObservationRegistry}
+     */
+    public Builder<C> observationRegistry(io.micrometer.observation.ObservationRegistry value) {
+      this.observationRegistry = Objects.requireNonNull(value, "observationRegistry");
+      return this;
+    }
+
+    /**
      * @throws IllegalStateException when the consumer group or the handler is missing
      * @throws IllegalArgumentException when the consumer group is invalid
      */
@@ -382,7 +404,8 @@ public interface IdempotentConsumer<C> {
           detectPayloadConflicts,
           List.copyOf(listeners),
           outageErrorAfter,
-          naturallyIdempotent);
+          naturallyIdempotent,
+          observationRegistry);
     }
   }
 }

@@ -1,6 +1,7 @@
 package io.idem.sqs;
 
 import io.idem.NonRetryableException;
+import io.idem.TraceContext;
 import io.idem.spi.OutboxMessage;
 import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Utf8;
@@ -53,7 +54,8 @@ public final class SqsOutboxPublisher implements OutboxPublisher {
   /**
    * Sends the message and waits for SQS's answer.
    *
-   * @throws NonRetryableException when the row has more than 9 extra headers (it would never fit)
+   * @throws NonRetryableException when the row has more than 9 extra headers (it would never fit;
+   *     the {@code traceparent} attribute of a traced row is left out rather than go over 10)
    * @throws software.amazon.awssdk.core.exception.SdkException when SQS refused it or could not be
    *     reached
    */
@@ -66,6 +68,9 @@ public final class SqsOutboxPublisher implements OutboxPublisher {
     if (body == null || !isXmlText(body)) {
       body = Base64.getEncoder().encodeToString(message.payload());
       attributes.put(SqsInboundMessage.BODY_ENCODING_ATTRIBUTE, text(SqsInboundMessage.BASE64));
+    }
+    if (attributes.size() > 10 && message.traceparent() != null) {
+      attributes.remove(TraceContext.TRACEPARENT); // the trace context gives way to the row's own headers
     }
     if (attributes.size() > 10) {
       throw new NonRetryableException("SQS allows 10 message attributes, but outbox row "

@@ -41,6 +41,7 @@ final class BatchProcessor<C> {
   private final OutageTracker outages;
   private final OneByOne oneByOne;
   private final HandlerFailed handlerFailed;
+  private final Tracing tracing;
 
   /** The per-message pipeline after the key, which the redo of a failed batch goes through. */
   @FunctionalInterface
@@ -58,7 +59,8 @@ final class BatchProcessor<C> {
 
   BatchProcessor(ProcessedEventStore<C> store, Keys keys, ClaimAndHandle<C> work,
       Settlement settlement, IdempotencyListener listener, OutageTracker outages, OneByOne oneByOne,
-      HandlerFailed handlerFailed) {
+      HandlerFailed handlerFailed, Tracing tracing) {
+    this.tracing = tracing;
     this.store = store;
     this.keys = keys;
     this.work = work;
@@ -77,6 +79,24 @@ final class BatchProcessor<C> {
           + " but had " + messages.size() + " and " + acknowledgements.size());
     }
     Objects.requireNonNull(order, "order");
+    Tracing.Span span = messages.isEmpty() ? null
+        : tracing.startBatch(messages.get(0).source(), messages.size());
+    if (span == null) {
+      return processUnobserved(messages, acknowledgements, order);
+    }
+    Throwable failure = null;
+    try {
+      return processUnobserved(messages, acknowledgements, order);
+    } catch (RuntimeException | Error e) {
+      failure = e;
+      throw e;
+    } finally {
+      span.stop(null, failure);
+    }
+  }
+
+  private BatchResult processUnobserved(
+      List<InboundMessage> messages, List<Acknowledgement> acknowledgements, BatchOrder order) {
     long start = System.nanoTime();
     List<Item> items = new ArrayList<>(messages.size());
     List<Item> keyed = new ArrayList<>(messages.size());

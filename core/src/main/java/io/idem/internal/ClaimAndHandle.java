@@ -28,13 +28,15 @@ final class ClaimAndHandle<C> {
   private final IdempotencyListener listener;
   /** No marker: every key is taken as new (IdempotentConsumer.Builder#naturallyIdempotent). */
   private final boolean naturallyIdempotent;
+  private final Tracing tracing;
 
   ClaimAndHandle(ProcessedEventStore<C> store, Handlers<C> handlers, IdempotencyListener listener,
-      boolean naturallyIdempotent) {
+      boolean naturallyIdempotent, Tracing tracing) {
     this.store = store;
     this.handlers = handlers;
     this.listener = listener;
     this.naturallyIdempotent = naturallyIdempotent;
+    this.tracing = tracing;
   }
 
   /** Claims one key with {@link ProcessedEventStore#claim} and handles the message if it is new. */
@@ -65,7 +67,7 @@ final class ClaimAndHandle<C> {
       }, key, -1);
     }
     if (claim == ClaimResult.CLAIMED) {
-      handleNew(tx, List.of(new KeyedMessage(key, message)), new Running());
+      handleNew(tx, List.of(new KeyedMessage(key, message)), new Running(), true);
     }
     return claim;
   }
@@ -92,27 +94,44 @@ final class ClaimAndHandle<C> {
       }
     }
     if (!fresh.isEmpty()) {
-      handleNew(tx, fresh, running);
+      handleNew(tx, fresh, running, false);
     }
     return claims;
   }
 
   /**
    * Runs the handler for the claimed messages in order (or the batch handler once with all of
-   * them), then confirms each claim and tells {@code afterHandler}.
+   * them), then confirms each claim and tells {@code afterHandler}. Each handler call runs inside
+   * a {@link HandlerScope} (the MDC, the message for {@link io.idem.TraceContext}); {@code own}:
+   * the one message of its own transaction, whose observation an outbox row continues.
    */
-  private void handleNew(C tx, List<KeyedMessage> fresh, Running running) throws Exception {
+  private void handleNew(C tx, List<KeyedMessage> fresh, Running running, boolean own)
+      throws Exception {
     KeyedMessageHandler<C> single = handlers.single;
     if (single != null) {
       for (KeyedMessage each : fresh) {
         running.message = each.message();
-        single.handle(each.key(), each.message(), tx);
+        Object previous = HandlerScope.enter(own ? tracing.frame(each.message()) : each.message(),
+            each.key().consumerGroup(), each.message().source(), each.key());
+        try {
+          single.handle(each.key(), each.message(), tx);
+        } finally {
+          HandlerScope.exit(previous);
+        }
         confirmed(tx, each);
         running.message = null;
       }
       return;
     }
-    Objects.requireNonNull(handlers.batch).handle(Collections.unmodifiableList(fresh), tx);
+    KeyedMessage first = fresh.get(0);
+    Object previous = HandlerScope.enter(own ? tracing.frame(fresh) : fresh,
+        first.key().consumerGroup(), first.message().source(),
+        fresh.size() == 1 ? first.key() : null);
+    try {
+      Objects.requireNonNull(handlers.batch).handle(Collections.unmodifiableList(fresh), tx);
+    } finally {
+      HandlerScope.exit(previous);
+    }
     for (KeyedMessage each : fresh) {
       confirmed(tx, each);
     }

@@ -58,6 +58,7 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   private final Settlement settlement;
   private final BatchProcessor<C> batches;
   private final boolean naturallyIdempotent;
+  private final Tracing tracing;
   /**
    * Consecutive transaction retries per key (RetryPolicy#maxTransactionRetries); a key leaves on
    * any other outcome. Cleared whole past {@link #TRANSACTION_RETRY_KEYS} keys (keys another
@@ -80,6 +81,35 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       List<IdempotencyListener> listeners,
       Duration outageErrorAfter,
       boolean naturallyIdempotent) {
+    this(store, consumerGroup, handlers, envelopes, keyExtractor, retryPolicy, oversizedKeys,
+        detectPayloadConflicts, listeners, outageErrorAfter, naturallyIdempotent, null);
+  }
+
+  /**
+   * @param observationRegistry a Micrometer {@code ObservationRegistry} (typed {@code Object} so
+   *     that this class loads without micrometer-observation), or {@code null}: nothing observed
+   */
+  public DefaultIdempotentConsumer(
+      ProcessedEventStore<C> store,
+      String consumerGroup,
+      Handlers<C> handlers,
+      @Nullable EnvelopeFormat envelopes,
+      IdempotencyKeyExtractor keyExtractor,
+      RetryPolicy retryPolicy,
+      OversizedKeyPolicy oversizedKeys,
+      boolean detectPayloadConflicts,
+      List<IdempotencyListener> listeners,
+      Duration outageErrorAfter,
+      boolean naturallyIdempotent,
+      @Nullable Object observationRegistry) {
+    this.tracing = observationRegistry == null
+        ? Tracing.NONE
+        : ObservedTracing.of(observationRegistry, consumerGroup);
+    IdempotencyListener events = tracing.events();
+    if (events != null) {
+      listeners = new java.util.ArrayList<>(listeners);
+      listeners.add(events); // last: the user's listeners see each step before its event
+    }
     this.store = store;
     this.consumerGroup = consumerGroup;
     this.envelopes = envelopes;
@@ -89,14 +119,14 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     this.outages = new OutageTracker(LOG, outageErrorAfter, Clock.systemUTC());
     this.keys = new Keys(consumerGroup, envelopes, keyExtractor, oversizedKeys, listener);
     this.naturallyIdempotent = naturallyIdempotent;
-    this.work = new ClaimAndHandle<>(store, handlers, listener, naturallyIdempotent);
+    this.work = new ClaimAndHandle<>(store, handlers, listener, naturallyIdempotent, tracing);
     this.settlement =
         new Settlement(consumerGroup, retryPolicy, detectPayloadConflicts, listener, outages,
             naturallyIdempotent ? DeadLetterRecords.NONE : new DeadLetterRecords(store),
             this::processKeyed);
     this.batches =
         new BatchProcessor<>(store, keys, work, settlement, listener, outages, this::processKeyed,
-            this::handlerFailed);
+            this::handlerFailed, tracing);
   }
 
   @Override
@@ -247,6 +277,31 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
   }
 
   private ProcessingOutcome processKeyed(
+      InboundMessage message,
+      IdempotencyKey key,
+      byte[] fingerprint,
+      Acknowledgement acknowledgement,
+      long start,
+      Transactions<C> transactions) {
+    Tracing.Span span = tracing.start(message, key);
+    if (span == null) {
+      return processKeyedUnobserved(message, key, fingerprint, acknowledgement, start, transactions);
+    }
+    ProcessingOutcome outcome = null;
+    Throwable failure = null;
+    try {
+      outcome = processKeyedUnobserved(message, key, fingerprint, acknowledgement, start, transactions);
+      return outcome;
+    } catch (RuntimeException | Error e) {
+      failure = e;
+      throw e;
+    } finally {
+      span.stop(outcome, failure);
+    }
+  }
+
+  /** {@link #processKeyed}, within its observation when there is one. */
+  private ProcessingOutcome processKeyedUnobserved(
       InboundMessage message,
       IdempotencyKey key,
       byte[] fingerprint,

@@ -1,6 +1,8 @@
 package io.idem.spi;
 
+import io.idem.TraceContext;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -21,9 +23,13 @@ import org.jspecify.annotations.Nullable;
  * @param orderingKey rows with the same ordering key are published one after another in id order
  *     (a Kafka record key, an SQS FIFO {@code MessageGroupId}); {@code null} when unordered
  * @param payload the body, as enqueued (not copied: do not modify)
- * @param headers extra headers, as enqueued (UTF-8 strings; unmodifiable)
+ * @param headers extra headers, as enqueued (UTF-8 strings; unmodifiable), and {@value
+ *     TraceContext#TRACEPARENT} when the row has a {@code traceparent} and its headers do not name
+ *     one: so every publisher, which sends the headers, sends the trace context on too
  * @param attempt this publish attempt, 1-based
  * @param enqueuedAt when the row was written (the database's clock)
+ * @param traceparent the W3C trace context stored with the row ({@link TraceContext#forOutbox}:
+ *     that of the handler run that enqueued it), {@code null} when none (or not a valid one)
  */
 public record OutboxMessage(
     long id,
@@ -33,7 +39,8 @@ public record OutboxMessage(
     byte[] payload,
     Map<String, String> headers,
     int attempt,
-    Instant enqueuedAt) {
+    Instant enqueuedAt,
+    @Nullable String traceparent) {
 
   /** The header (Kafka, RabbitMQ), message attribute (SQS) name the key travels in. */
   public static final String KEY_HEADER = "idempotency-key";
@@ -43,8 +50,23 @@ public record OutboxMessage(
     Objects.requireNonNull(idempotencyKey, "idempotencyKey");
     Objects.requireNonNull(destination, "destination");
     Objects.requireNonNull(payload, "payload");
-    headers = Map.copyOf(Objects.requireNonNull(headers, "headers"));
+    Objects.requireNonNull(headers, "headers");
     Objects.requireNonNull(enqueuedAt, "enqueuedAt");
+    if (!TraceContext.isValid(traceparent)) {
+      traceparent = null;
+    } else if (!headers.containsKey(TraceContext.TRACEPARENT)) {
+      Map<String, String> withTrace = new HashMap<>(headers);
+      withTrace.put(TraceContext.TRACEPARENT, traceparent);
+      headers = withTrace;
+    }
+    headers = Map.copyOf(headers);
+  }
+
+  /** A row without a trace context. */
+  public OutboxMessage(long id, String idempotencyKey, String destination,
+      @Nullable String orderingKey, byte[] payload, Map<String, String> headers, int attempt,
+      Instant enqueuedAt) {
+    this(id, idempotencyKey, destination, orderingKey, payload, headers, attempt, enqueuedAt, null);
   }
 
   @Override

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
+import io.idem.TraceContext;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
@@ -48,6 +49,13 @@ public final class Outbox {
    * (PostgreSQL; idempotent): {@value}.
    */
   public static final String LEASE_MIGRATION_RESOURCE = "db/migration/idem/V5__outbox_lease.sql";
+
+  /**
+   * The trace-context column {@code traceparent} (after {@link #LEASE_MIGRATION_RESOURCE}); applied
+   * by {@link #createTableIfMissing} too.
+   */
+  public static final String TRACEPARENT_MIGRATION_RESOURCE =
+      "db/migration/idem/V8__outbox_traceparent.sql";
 
   /** Longest destination, in characters (the {@code varchar(255)} column). */
   public static final int MAX_DESTINATION_LENGTH = 255;
@@ -118,6 +126,9 @@ public final class Outbox {
     params.put("orderingKey", entry.orderingKey());
     params.put("payload", entry.payload());
     params.put("headers", toJson(entry.headers()));
+    // the handler's trace context, when it runs in an Idem pipeline and has one (V8's column)
+    params.put("traceparent", entry.headers().containsKey(TraceContext.TRACEPARENT) ? null
+        : TraceContext.forOutbox(entry.idempotencyKey(), entry.destination()));
     return session.insert(namespace(session) + ".enqueue", params) == 1;
   }
 
@@ -148,7 +159,8 @@ public final class Outbox {
 
   /**
    * Creates the outbox table {@code tableName} and its indexes when missing ({@link
-   * #MIGRATION_RESOURCE} then {@link #LEASE_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
+   * #MIGRATION_RESOURCE}, {@link #LEASE_MIGRATION_RESOURCE} then {@link
+   * #TRACEPARENT_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
    * script).
    *
    * @throws IllegalArgumentException when the name is not a plain identifier
@@ -178,7 +190,8 @@ public final class Outbox {
    */
   static String script(TableName table) {
     String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE) + "\n"
-        + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE);
+        + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE) + "\n"
+        + ProcessedEventsMapper.readResource(TRACEPARENT_MIGRATION_RESOURCE);
     for (String index : new String[] {"_unordered_due_idx", "_due_idx", "_ordering_idx"}) {
       sql = sql.replace(DEFAULT_TABLE + index, table.unqualified() + index);
     }

@@ -508,6 +508,11 @@ public final class OutboxRelay implements AutoCloseable {
               + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
               Outbox.LEASE_MIGRATION_RESOURCE);
         }
+        if (lastError.contains("traceparent") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+          LOG.error("outbox relay {}: table {} has no traceparent column: apply {} (Flyway does, as does"
+              + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+              Outbox.TRACEPARENT_MIGRATION_RESOURCE);
+        }
         if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
           LOG.error("outbox relay {}: the batch failed ({} in a row), no row charged, retrying in {}: {}",
               name, consecutiveDatabaseFailures, pollInterval, errorText(e), e);
@@ -538,7 +543,8 @@ public final class OutboxRelay implements AutoCloseable {
     return new OutboxMessage((Long) row.get("id"), (String) row.get("key"),
         (String) row.get("destination"), (String) row.get("orderingKey"),
         (byte[]) row.get("payload"), Outbox.headersFromJson((String) row.get("headers")),
-        (Integer) row.get("attempts") + 1, ((OffsetDateTime) row.get("enqueuedAt")).toInstant());
+        (Integer) row.get("attempts") + 1, ((OffsetDateTime) row.get("enqueuedAt")).toInstant(),
+        (String) row.get("traceparent"));
   }
 
   private static String abbreviate(String text, int max) {
