@@ -396,7 +396,7 @@ public interface IdempotentConsumer<C> {
           store,
           consumerGroup,
           handler != null ? DefaultIdempotentConsumer.Handlers.of(handler)
-              : DefaultIdempotentConsumer.Handlers.of(batchHandler),
+              : DefaultIdempotentConsumer.Handlers.of(Objects.requireNonNull(batchHandler, "batchHandler")),
           formats.isEmpty() ? null : EnvelopeFormat.firstOf(formats.toArray(EnvelopeFormat[]::new)),
           keyExtractor,
           retryPolicy,

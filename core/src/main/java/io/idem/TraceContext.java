@@ -61,7 +61,7 @@ public final class TraceContext {
 
   /** The 32-digit trace id of a valid {@code traceparent}, else {@code null}. */
   public static @Nullable String traceId(@Nullable String traceparent) {
-    return isValid(traceparent) ? traceparent.substring(3, 35) : null;
+    return traceparent != null && isValid(traceparent) ? traceparent.substring(3, 35) : null;
   }
 
   private static boolean hex(String value, int from, int to) {

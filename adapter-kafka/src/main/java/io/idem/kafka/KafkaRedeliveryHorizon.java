@@ -104,6 +104,9 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
       ConfigResource topicResource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
       Config config = client.describeConfigs(List.of(topicResource)).all()
           .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topicResource);
+      if (config == null) {
+        throw new IllegalStateException("the broker answered no configuration for topic " + topic);
+      }
       long retentionMs = Long.parseLong(value(config, TopicConfig.RETENTION_MS_CONFIG,
           String.valueOf(KAFKA_DEFAULT_RETENTION_MS)));
       long segmentMs = Long.parseLong(value(config, TopicConfig.SEGMENT_MS_CONFIG,
@@ -111,7 +114,7 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
       String cleanup = value(config, TopicConfig.CLEANUP_POLICY_CONFIG, "delete");
       Config brokerConfig = brokerConfig(client);
       String offsets = brokerConfig == null ? "unknown" : value(brokerConfig, "offsets.retention.minutes", "unknown");
-      String checkValue = brokerConfig == null ? null : value(brokerConfig, RETENTION_CHECK_INTERVAL, null);
+      String checkValue = brokerConfig == null ? null : valueOrNull(brokerConfig, RETENTION_CHECK_INTERVAL);
       long checkMs = checkValue == null ? DEFAULT_RETENTION_CHECK_INTERVAL_MS : Long.parseLong(checkValue);
       String basis = "retention.ms=" + retentionMs + ", segment.ms=" + segmentMs + ", "
           + RETENTION_CHECK_INTERVAL + "=" + checkMs + (checkValue == null ? " (not readable: Kafka's default)" : "")
@@ -166,9 +169,14 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
     return null;
   }
 
-  private static @Nullable String value(Config config, String name, @Nullable String fallback) {
+  private static String value(Config config, String name, String fallback) {
+    String value = valueOrNull(config, name);
+    return value == null ? fallback : value;
+  }
+
+  private static @Nullable String valueOrNull(Config config, String name) {
     ConfigEntry entry = config.get(name);
-    return entry == null || entry.value() == null ? fallback : entry.value();
+    return entry == null ? null : entry.value();
   }
 
   @Override

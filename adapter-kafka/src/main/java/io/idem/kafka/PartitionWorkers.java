@@ -147,8 +147,12 @@ final class PartitionWorkers {
   void dispatch(ConsumerRecords<byte[], byte[]> records) {
     Map<TopicPartition, OffsetAndMetadata> next = records.nextOffsets();
     for (TopicPartition partition : records.partitions()) {
+      OffsetAndMetadata nextOffset = next.get(partition);
+      if (nextOffset == null) { // Kafka gives the next offset of every partition in the poll
+        throw new IllegalStateException("the poll has records of " + partition + " but no next offset");
+      }
       consumer.pause(List.of(partition));
-      submit(partition, records.records(partition), next.get(partition));
+      submit(partition, records.records(partition), nextOffset);
     }
   }
 

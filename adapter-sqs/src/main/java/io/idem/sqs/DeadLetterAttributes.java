@@ -9,6 +9,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import software.amazon.awssdk.services.sqs.model.MessageAttributeValue;
 
 /**
@@ -133,7 +134,7 @@ final class DeadLetterAttributes {
           + " for the reason attributes within the MaximumMessageSize of " + maxMessageBytes + " bytes (" + reason
           + ")");
     }
-    String detail = reasonText.get(DeadLetterReason.HEADER_DETAIL);
+    String detail = Objects.requireNonNullElse(reasonText.get(DeadLetterReason.HEADER_DETAIL), "");
     int end = Math.min(detail.length(), room);
     while (end > 0 && utf8(detail.substring(0, end)) > room) {
       end--;

@@ -59,7 +59,7 @@ final class ReplayCommand extends DeadLetterCommand {
       options = ReplayOptions.builder().dryRun(dryRun).ratePerSecond(rate).maxReplays(maxReplays).force(force)
           .keep(keep).build();
     } catch (IllegalArgumentException e) {
-      throw new CliFailure(IdemCli.EXIT_USAGE, e.getMessage().replace("ratePerSecond", "--rate")
+      throw new CliFailure(IdemCli.EXIT_USAGE, String.valueOf(e.getMessage()).replace("ratePerSecond", "--rate")
           .replace("maxReplays", "--max-replays"));
     }
     DataSource store = store("replay");

@@ -63,7 +63,7 @@ final class SelectionOptions {
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      throw new CliFailure(IdemCli.EXIT_USAGE, e.getMessage());
+      throw new CliFailure(IdemCli.EXIT_USAGE, String.valueOf(e.getMessage()));
     }
   }
 

@@ -1,5 +1,6 @@
 package io.idem.internal;
 
+import org.jspecify.annotations.Nullable;
 import com.fasterxml.jackson.core.JsonPointer;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -71,7 +72,7 @@ public final class JsonPointerKeyExtractor implements IdempotencyKeyExtractor {
     return KeyExtraction.found(value, KeySource.PAYLOAD, "payload field " + pointer);
   }
 
-  private static String firstLine(String text) {
+  private static String firstLine(@Nullable String text) {
     if (text == null) {
       return "(no detail)";
     }

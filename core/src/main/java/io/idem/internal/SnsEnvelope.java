@@ -75,10 +75,10 @@ public final class SnsEnvelope implements EnvelopeFormat {
       throw new BadJson("no MessageId");
     }
     String topicArn = EnvelopeJson.text(root, "TopicArn");
-    if (!root.has("Message") || root.get("Message").isNull()) {
+    String body = EnvelopeJson.text(root, "Message");
+    if (body == null) {
       throw new BadJson("no Message (SNS message " + messageId + ")");
     }
-    String body = EnvelopeJson.text(root, "Message");
     EnvelopeJson.Headers headers = EnvelopeJson.headersOf(message);
     JsonNode attributes = root.get("MessageAttributes");
     if (attributes != null && !attributes.isNull()) {

@@ -200,7 +200,7 @@ public final class DeadLetterOperations {
     try {
       return new Checked(destination.target(d), null);
     } catch (DeadLetterException e) {
-      return new Checked(null, result(d, Outcome.FAILED, null, e.getMessage()));
+      return new Checked(null, result(d, Outcome.FAILED, null, String.valueOf(e.getMessage())));
     }
   }
 

@@ -75,10 +75,10 @@ public final class DeadLetterSelection {
     if ((since != null || until != null) && at == null) {
       return false; // a time criterion never takes a dead letter of unknown time
     }
-    if (since != null && at.isBefore(since)) {
+    if (since != null && at != null && at.isBefore(since)) {
       return false;
     }
-    if (until != null && !at.isBefore(until)) {
+    if (until != null && at != null && !at.isBefore(until)) {
       return false;
     }
     if (keyRegex != null && (deadLetter.key() == null || !keyRegex.matcher(deadLetter.key()).matches())) {

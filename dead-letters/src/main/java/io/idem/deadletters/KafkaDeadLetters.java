@@ -212,7 +212,7 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
       producer().send(copy).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       throw new DeadLetterException("Kafka did not take the copy of " + d.id() + " on " + to + ": " + e.getCause(),
-          e.getCause());
+          e.getCause() != null ? e.getCause() : e);
     } catch (TimeoutException e) {
       throw new DeadLetterException("Kafka did not acknowledge the copy of " + d.id() + " on " + to + " within "
           + timeout + " (it may still be stored: replaying again is a duplicate)", e);
@@ -238,7 +238,7 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
 
   /** Commits the partition's offset past the records removed (or settled before) in order. */
   private void commitPrefix(Scan scan, int partition, Set<String> done, Map<Integer, Long> committed) {
-    long offset = scan.start.get(partition);
+    long offset = required(scan.start, partition);
     boolean all = true;
     for (ConsumerRecord<byte[], byte[]> r : scan.byPartition.getOrDefault(partition, List.of())) {
       if (!done.contains(id(r))) {
@@ -248,9 +248,9 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
       offset = r.offset() + 1;
     }
     if (all && scan.complete) {
-      offset = Math.max(offset, scan.end.get(partition)); // past transaction markers, if any
+      offset = Math.max(offset, required(scan.end, partition)); // past transaction markers, if any
     }
-    if (offset > committed.get(partition)) {
+    if (offset > required(committed, partition)) {
       consumer.commitSync(Map.of(new TopicPartition(topic, partition), new OffsetAndMetadata(offset)), timeout);
       committed.put(partition, offset);
     }
@@ -265,10 +265,10 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
     Scan scan = new Scan();
     for (TopicPartition tp : partitions) {
       OffsetAndMetadata c = committed.get(tp);
-      long start = Math.max(c == null ? 0 : c.offset(), beginning.get(tp));
+      long start = Math.max(c == null ? 0 : c.offset(), required(beginning, tp));
       consumer.seek(tp, start);
       scan.start.put(tp.partition(), start);
-      scan.end.put(tp.partition(), end.get(tp));
+      scan.end.put(tp.partition(), required(end, tp));
     }
     long deadline = System.nanoTime() + timeout.toNanos();
     int read = 0;
@@ -277,7 +277,7 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
         throw new DeadLetterException("could not read dead-letter topic " + topic + " to its end within " + timeout);
       }
       for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
-        if (r.offset() < end.get(new TopicPartition(r.topic(), r.partition())) && read < max) {
+        if (r.offset() < required(end, new TopicPartition(r.topic(), r.partition())) && read < max) {
           scan.byPartition.computeIfAbsent(r.partition(), p -> new ArrayList<>()).add(r);
           read++;
         }
@@ -293,7 +293,7 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
 
   private boolean reachedEnd(List<TopicPartition> partitions, Map<TopicPartition, Long> end) {
     for (TopicPartition tp : partitions) {
-      if (consumer.position(tp, timeout) < end.get(tp)) {
+      if (consumer.position(tp, timeout) < required(end, tp)) {
         return false;
       }
     }
@@ -317,9 +317,21 @@ public final class KafkaDeadLetters implements DeadLetterDestination {
       Thread.currentThread().interrupt();
       throw new DeadLetterException("interrupted while describing " + topic, e);
     }
+    if (description == null) {
+      throw new DeadLetterException("dead-letter topic '" + topic + "' does not exist");
+    }
     List<TopicPartition> out = new ArrayList<>();
     description.partitions().forEach(p -> out.add(new TopicPartition(topic, p.partition())));
     return out;
+  }
+
+  /** The map's value for a key the code put there (the partitions it asked Kafka about). */
+  private static <K, V> V required(Map<K, V> map, K key) {
+    V value = map.get(key);
+    if (value == null) {
+      throw new DeadLetterException("Kafka answered nothing for " + key);
+    }
+    return value;
   }
 
   private boolean topicExists(String name) {

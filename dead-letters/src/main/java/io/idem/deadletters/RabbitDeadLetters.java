@@ -151,7 +151,7 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
           @Override
           public void remove() {
             try {
-              reading.basicAck(g.getEnvelope().getDeliveryTag(), false);
+              Objects.requireNonNull(reading, "no fetch in progress").basicAck(g.getEnvelope().getDeliveryTag(), false);
               acked.add(g.getEnvelope().getDeliveryTag());
             } catch (IOException | RuntimeException e) {
               throw new DeadLetterException("could not acknowledge dead letter " + d.id() + " (it stays): " + e, e);
@@ -186,7 +186,7 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
     return to;
   }
 
-  private Channel reading;
+  private @Nullable Channel reading;
   private final Set<Long> acked = new HashSet<>();
 
   /**
@@ -198,10 +198,11 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
     List<GetResponse> fetched = new ArrayList<>();
     acked.clear();
     try {
-      reading = connection.createChannel();
+      Channel channel = connection.createChannel();
+      reading = channel;
       try {
         while (fetched.size() < max) {
-          GetResponse g = reading.basicGet(queue, false);
+          GetResponse g = channel.basicGet(queue, false);
           if (g == null) {
             break;
           }
@@ -215,12 +216,12 @@ public final class RabbitDeadLetters implements DeadLetterDestination {
             last = Math.max(last, g.getEnvelope().getDeliveryTag());
           }
         }
-        if (last >= 0 && reading.isOpen()) {
+        if (last >= 0 && channel.isOpen()) {
           // everything not acknowledged goes back, in one call (RabbitMQ 4.3+ does not count it)
-          reading.basicNack(last, true, true);
+          channel.basicNack(last, true, true);
         }
-        if (reading.isOpen()) {
-          reading.close();
+        if (channel.isOpen()) {
+          channel.close();
         }
       }
     } catch (IOException | TimeoutException e) {

@@ -282,6 +282,7 @@ public final class IdempotencyKeyEndpoint<C> {
         + (retryAfter != null ? ", retry with the same " + KEY_HEADER : ""), retryAfter);
   }
 
+  @SuppressWarnings("NullAway") // the TransactionWork<Void> lambda returns null
   private void serveWithoutKey(BufferedRequest request, HttpServletResponse response, HttpHandler<C> handler)
       throws Exception {
     CapturingResponse capture = new CapturingResponse(response, maxResponseBytes);
@@ -435,8 +436,7 @@ public final class IdempotencyKeyEndpoint<C> {
         stored = capture.toStored(storedHeaders);
       } catch (Exception e) {
         if (capture.overflowed()) { // whatever the handler made of it: the same request fails again
-          throw new NonRetryableException(new CapturingResponse.ResponseTooLargeException(
-              maxResponseBytes).getMessage(), e);
+          throw new NonRetryableException(CapturingResponse.ResponseTooLargeException.message(maxResponseBytes), e);
         }
         throw e;
       }

@@ -74,7 +74,7 @@ public final class WebhookEndpoint<C> {
   private final Clock clock;
 
   private WebhookEndpoint(Builder<C> b, WebhookSignature signature, WebhookHandler<C> handler) {
-    this.consumerGroup = b.consumerGroup;
+    this.consumerGroup = Objects.requireNonNull(b.consumerGroup, "consumerGroup");
     this.signature = signature;
     this.keys = b.keys != null ? b.keys : signature.defaultKeyExtractor();
     this.handler = handler;

@@ -31,7 +31,11 @@ public final class InMemoryTransaction {
   }
 
   byte[] fingerprintOf(Object key) {
-    return fingerprints.get(key);
+    byte[] fingerprint = fingerprints.get(key);
+    if (fingerprint == null) {
+      throw new IllegalStateException("no claim of " + key + " in this transaction");
+    }
+    return fingerprint;
   }
 
   void checkOpen() {

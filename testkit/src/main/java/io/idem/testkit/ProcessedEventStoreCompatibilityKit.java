@@ -66,6 +66,9 @@ import org.junit.jupiter.api.Test;
  *
  * @param <C> the store's transaction context
  */
+// the TransactionWork<Void> lambdas return null, which NullAway's standard (non-JSpecify) mode
+// cannot express for a type parameter
+@SuppressWarnings("NullAway")
 public abstract class ProcessedEventStoreCompatibilityKit<C> {
 
   /** The store under test. */

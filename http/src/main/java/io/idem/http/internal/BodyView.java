@@ -5,6 +5,7 @@ import jakarta.servlet.http.HttpServletRequest;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The request as a key extractor of core sees it: the payload is the body alone, headers are
@@ -41,7 +42,7 @@ public final class BodyView implements InboundMessage {
   }
 
   @Override
-  public String brokerMessageId() {
+  public @Nullable String brokerMessageId() {
     return null;
   }
 

@@ -51,8 +51,13 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
     private static final long serialVersionUID = 1L;
 
     public ResponseTooLargeException(int max) {
-      super("the response body is larger than the " + max + " bytes kept for it"
-          + " (maxResponseBytes); nothing was applied");
+      super(message(max));
+    }
+
+    /** The exception's message for a limit of {@code max} bytes. */
+    public static String message(int max) {
+      return "the response body is larger than the " + max + " bytes kept for it"
+          + " (maxResponseBytes); nothing was applied";
     }
   }
 

@@ -40,6 +40,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Immutable and thread-safe; the session passed in belongs to the calling thread.
  */
+@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 final class ClaimStatement {
   /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
   private static final String LOCK_NOT_AVAILABLE = "55P03";

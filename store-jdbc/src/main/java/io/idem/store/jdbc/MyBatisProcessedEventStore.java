@@ -94,6 +94,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
+@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class MyBatisProcessedEventStore implements ProcessedEventStore<SqlSession> {
   private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
 

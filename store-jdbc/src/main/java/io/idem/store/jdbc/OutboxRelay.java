@@ -75,6 +75,7 @@ import org.slf4j.LoggerFactory;
  * leaseDuration} above the time a batch takes to publish (the relay stops publishing a batch once
  * half of its lease has passed, and leaves the rest due).
  */
+@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class OutboxRelay implements AutoCloseable {
   /** Default rows per batch (one claim, one mark): {@value}. */
   public static final int DEFAULT_BATCH_SIZE = 100;

@@ -44,6 +44,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #stop()} or {@link #close()}
  * with them. Thread-safe.
  */
+@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class RetentionJob implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RetentionJob.class);
   /** First key of the advisory lock; the second is {@code hashtext('<table>')}. */
