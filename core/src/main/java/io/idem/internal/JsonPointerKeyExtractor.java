@@ -1,6 +1,5 @@
 package io.idem.internal;
 
-import org.jspecify.annotations.Nullable;
 import com.fasterxml.jackson.core.JsonPointer;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -14,6 +13,7 @@ import io.idem.KeySource;
 import java.io.IOException;
 import java.util.Locale;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /** Reads a scalar field of a JSON payload. */
 public final class JsonPointerKeyExtractor implements IdempotencyKeyExtractor {

@@ -271,7 +271,7 @@ public final class DemoMain implements Callable<Integer> {
     try {
       return run();
     } catch (MissingPrerequisite e) {
-      return environmentError(e.getMessage());
+      return environmentError(String.valueOf(e.getMessage()));
     }
   }
 
@@ -300,7 +300,7 @@ public final class DemoMain implements Callable<Integer> {
     try {
       PostgresFixture.shared();
     } catch (ServerUnavailableException e) {
-      throw new MissingPrerequisite(e.getMessage().replaceFirst("\\.?\\s*$", "") + ": start PostgreSQL there, correct IDEM_POSTGRES_URL (and"
+      throw new MissingPrerequisite(String.valueOf(e.getMessage()).replaceFirst("\\.?\\s*$", "") + ": start PostgreSQL there, correct IDEM_POSTGRES_URL (and"
           + " IDEM_POSTGRES_USER/IDEM_POSTGRES_PASSWORD), or unset it for 127.0.0.1:5432 or an embedded PostgreSQL", e);
     }
   }
@@ -320,7 +320,8 @@ public final class DemoMain implements Callable<Integer> {
       out.flush();
       return ledger.exitStatus();
     }
-    List<String> names = broker.equals("all") ? DemoBrokers.NAMES : List.of(broker);
+    String chosen = broker != null ? broker : DEFAULT_BROKER;
+    List<String> names = chosen.equals("all") ? DemoBrokers.NAMES : List.of(chosen);
     List<Ledger> ledgers = new ArrayList<>();
     List<String> errors = new ArrayList<>();
     for (String name : names) {
@@ -367,7 +368,8 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   private int migrate(long baseSeed) throws InterruptedException {
-    try (DemoBroker from = broker(migrateFrom); DemoBroker to = broker(migrateTo)) {
+    try (DemoBroker from = broker(Objects.requireNonNull(migrateFrom, "--migrate-from"));
+        DemoBroker to = broker(Objects.requireNonNull(migrateTo, "--migrate-to"))) {
       out.println("[" + from.name() + "] " + from.start());
       out.println("[" + to.name() + "] " + to.start());
       MigrationLedger ledger = MigrationRun.builder(from, to).events(events).duplicateRate(duplicateRate)

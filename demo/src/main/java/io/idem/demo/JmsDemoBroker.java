@@ -42,7 +42,7 @@ final class JmsDemoBroker implements DemoBroker {
   private static final int BROKER_MAX_DELIVERY_ATTEMPTS = 100;
   /** The consumer process's JMS session mode ({@link JmsSessionMode} name): {@value}. */
   static final String SESSION_MODE_PROPERTY = "idem.demo.jms.session-mode";
-  private String url;
+  private @Nullable String url;
 
   JmsDemoBroker(Map<String, String> args) {
     this.url = args.get("jms-url");
@@ -198,5 +198,12 @@ final class JmsDemoBroker implements DemoBroker {
   @Override
   public void close() {
     // connections are per call
+  }
+
+  private String url() {
+    if (url == null) {
+      throw new IllegalStateException("start() first: no Artemis URL yet");
+    }
+    return url;
   }
 }

@@ -42,8 +42,8 @@ import org.jspecify.annotations.Nullable;
  */
 final class KafkaDemoBroker implements DemoBroker {
   private static final int PARTITIONS = 4;
-  private String bootstrap;
-  private KafkaProducer<byte[], byte[]> producer;
+  private @Nullable String bootstrap;
+  private @Nullable KafkaProducer<byte[], byte[]> producer;
 
   KafkaDemoBroker(Map<String, String> args) {
     this.bootstrap = args.get("kafka-bootstrap");
@@ -71,7 +71,7 @@ final class KafkaDemoBroker implements DemoBroker {
   public void publish(String topic, List<Outbound> messages) {
     if (producer == null) {
       Properties props = new Properties();
-      props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+      props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
       props.put(ProducerConfig.ACKS_CONFIG, "all");
       props.put(ProducerConfig.LINGER_MS_CONFIG, 5);
       props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
@@ -114,7 +114,7 @@ final class KafkaDemoBroker implements DemoBroker {
   @Override
   public BrokerConsumer consumer(String topic, IdempotentConsumer<?> pipeline, int maxBatchSize,
       @Nullable BrokerCallCrashes crashes) {
-    KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrap, topic)
+    KafkaConsumerConfig config = KafkaConsumerConfig.builder(bootstrap(), topic)
         .consumerProperty("group.instance.id", "idem-demo-consumer")
         .consumerProperty("session.timeout.ms", 10_000)
         .maxBatchSize(maxBatchSize)
@@ -137,7 +137,7 @@ final class KafkaDemoBroker implements DemoBroker {
   /** An idempotent producer with {@code acks=all}, as {@link KafkaOutboxPublisher} forces. */
   @Override
   public OutboxPublisher outboxPublisher() {
-    return KafkaOutboxPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
+    return KafkaOutboxPublisher.create(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap()));
   }
 
   @Override
@@ -168,7 +168,7 @@ final class KafkaDemoBroker implements DemoBroker {
     String deadLetterTopic = topic + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX;
     Map<TopicPartition, Long> ends = endOffsets(deadLetterTopic, 1);
     Properties props = new Properties();
-    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
@@ -179,7 +179,7 @@ final class KafkaDemoBroker implements DemoBroker {
       reader.assign(partitions);
       reader.seekToBeginning(partitions);
       long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-      while (partitions.stream().anyMatch(tp -> reader.position(tp) < ends.get(tp))) {
+      while (partitions.stream().anyMatch(tp -> reader.position(tp) < ends.getOrDefault(tp, 0L))) {
         if (System.nanoTime() > deadline) {
           throw new IllegalStateException("could not read " + deadLetterTopic + " up to " + ends + " within 60 s");
         }
@@ -219,5 +219,12 @@ final class KafkaDemoBroker implements DemoBroker {
     if (producer != null) {
       producer.close();
     }
+  }
+
+  private String bootstrap() {
+    if (bootstrap == null) {
+      throw new IllegalStateException("start() first: no Kafka bootstrap servers yet");
+    }
+    return bootstrap;
   }
 }

@@ -94,7 +94,7 @@ public final class LedgerRun {
       if (receipts) {
         broker.createDestination(receiptsQueue);
       }
-      String receiptsDestination = receipts ? broker.outboxDestination(receiptsQueue) : null;
+      String receiptsDestination = receipts ? broker.outboxDestination(receiptsQueue) : ""; // "": no receipts
       OrderEvents stream = OrderEvents.generate(events, duplicateRate, seed, runId);
       db.recordPublished(stream.orderIds());
       List<String> poisonIds = new ArrayList<>();

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A message to publish: headers as raw bytes (so a test can send a value that is not valid UTF-8)
@@ -36,7 +37,7 @@ public record Outbound(Map<String, byte[]> headers, byte[] payload) {
   }
 
   /** The header as text, or {@code null}; invalid UTF-8 is replaced, for logs only. */
-  public String text(String header) {
+  public @Nullable String text(String header) {
     byte[] value = headers.get(header);
     return value == null ? null : new String(value, StandardCharsets.UTF_8);
   }

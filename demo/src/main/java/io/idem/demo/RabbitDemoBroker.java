@@ -27,14 +27,15 @@ import java.util.Date;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /** The demo on RabbitMQ: a quorum queue with its dead-letter exchange and queue. */
 final class RabbitDemoBroker implements DemoBroker {
   private static final String CONTENT_TYPE = "content-type";
   private static final int DELIVERY_LIMIT = 100;
-  private String uri;
-  private Connection admin;
+  private @Nullable String uri;
+  private @Nullable Connection admin;
 
   RabbitDemoBroker(Map<String, String> args) {
     this.uri = args.get("rabbitmq-uri");
@@ -100,7 +101,7 @@ final class RabbitDemoBroker implements DemoBroker {
 
   private RabbitConsumerConfig.Builder config(String queue) {
     return RabbitConsumerConfig.builder(queue)
-        .uri(uri)
+        .uri(uri())
         .queueType(RabbitQueueType.QUORUM)
         .deliveryLimit(DELIVERY_LIMIT)
         .prefetch(50)
@@ -143,7 +144,7 @@ final class RabbitDemoBroker implements DemoBroker {
    * tool returned that often (3.x has no default, and takes -1 as 0).
    */
   private Map<String, Object> deadLetterQueueArguments() {
-    Object version = admin.getServerProperties().get("version");
+    Object version = Objects.requireNonNull(admin, "channel() first").getServerProperties().get("version");
     boolean four = version != null && version.toString().matches("^([4-9]|\\d{2,})\\..*");
     return four ? Map.of("x-queue-type", "quorum", "x-delivery-limit", -1) : Map.of("x-queue-type", "quorum");
   }
@@ -199,7 +200,7 @@ final class RabbitDemoBroker implements DemoBroker {
         .connectionName("idem-demo-" + queue).build();
     return crashes == null
         ? RabbitIdempotentConsumer.create(config, pipeline)
-        : RabbitIdempotentConsumer.create(config, pipeline, crashes.rabbit(uri));
+        : RabbitIdempotentConsumer.create(config, pipeline, crashes.rabbit(uri()));
   }
 
   /** One {@code basicAck} per delivery, also in batch mode. */
@@ -313,5 +314,12 @@ final class RabbitDemoBroker implements DemoBroker {
     } catch (Exception ignored) {
       // closing anyway
     }
+  }
+
+  private String uri() {
+    if (uri == null) {
+      throw new IllegalStateException("start() first: no RabbitMQ URI yet");
+    }
+    return uri;
   }
 }

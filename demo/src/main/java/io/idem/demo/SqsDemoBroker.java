@@ -40,9 +40,9 @@ final class SqsDemoBroker implements DemoBroker {
   private static final Duration VISIBILITY = Duration.ofSeconds(5);
   /** SQS's limit on one message, and on the sum of a batch's messages: 256 KiB. */
   private static final int MAX_BATCH_BYTES = 256 * 1024;
-  private URI endpoint;
+  private @Nullable URI endpoint;
   private String region = "us-east-1";
-  private SqsClient client;
+  private @Nullable SqsClient client;
 
   SqsDemoBroker(Map<String, String> args) {
     String e = args.get("sqs-endpoint");

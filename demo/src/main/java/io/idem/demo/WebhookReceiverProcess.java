@@ -36,11 +36,11 @@ public final class WebhookReceiverProcess {
       int eq = arg.indexOf('=');
       options.put(arg.substring(2, eq), arg.substring(eq + 1));
     }
-    DemoDatabase db = DemoDatabase.open(options.get("schema"), 8);
+    DemoDatabase db = DemoDatabase.open(required(options, "schema"), 8);
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(db.sessions()).build();
     WebhookEndpoint<SqlSession> endpoint = WebhookEndpoint.builder(store)
         .consumerGroup(GROUP)
-        .signature(WebhookSignature.stripe(options.get("secret")))
+        .signature(WebhookSignature.stripe(required(options, "secret")))
         .handler((event, session) -> {
           JsonNode order = event.json().path("data").path("object");
           session.getMapper(PaymentMapper.class)
@@ -59,5 +59,13 @@ public final class WebhookReceiverProcess {
     System.out.println("READY");
     System.out.flush();
     tomcat.getServer().await();
+  }
+
+  private static String required(java.util.Map<String, String> options, String name) {
+    String value = options.get(name);
+    if (value == null) {
+      throw new IllegalArgumentException("missing --" + name + "=…");
+    }
+    return value;
   }
 }
