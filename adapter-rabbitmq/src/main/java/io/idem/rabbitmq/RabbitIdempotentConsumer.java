@@ -608,7 +608,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   /**
    * Takes the delivery buffered next, if any, for this worker to process right after {@code
    * current}, and builds its message: asked by a run when {@code current}'s transaction is about to
-   * commit, so that its claim can travel with that COMMIT. Nothing is taken while closing, nor a
+   * commit, so that its claim can travel with that COMMIT (not for a possible redelivery: it is
+   * taken, but announced as none). Nothing is taken while closing, nor a
    * delivery of another session (it goes back to the buffer; one of a lost session is dropped:
    * RabbitMQ requeued it).
    */
@@ -631,7 +632,10 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
     RabbitInboundMessage message = message(next, attempt);
     announced.attempt = attempt;
     announced.message = message;
-    return message;
+    // a possible redelivery writes its attempt on a connection of its own before its claim: its claim
+    // is not carried, so that a worker never holds a carried transaction while it waits for another
+    // pooled connection
+    return attempt.unaccounted() ? null : message;
   }
 
   /** A delivery held through a store outage goes back to the workers; settler thread, no blocking. */
