@@ -111,6 +111,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private boolean inBatch;
   private @Nullable Duration retryAfter;
   private boolean deadLetteredAtBrokerLimit;
+  private Runnable beforeRetry = () -> { };
   private final SettlementRecord record = new SettlementRecord();
 
   /**
@@ -152,6 +153,17 @@ public final class JmsAcknowledgement implements Acknowledgement {
    */
   JmsAcknowledgement inBatch() {
     this.inBatch = true;
+    return this;
+  }
+
+  /**
+   * Runs {@code action} in {@link #retry(Duration)} just before the rollback (or recover) that
+   * hands the failed delivery back, so that the worker remembers it failed before any worker can
+   * receive the redelivery ({@link JmsDeliveryAttempts#failed}). Not run in batch mode nor when the
+   * delivery is dead-lettered at the broker's limit.
+   */
+  JmsAcknowledgement beforeRetry(Runnable action) {
+    this.beforeRetry = java.util.Objects.requireNonNull(action, "action");
     return this;
   }
 
@@ -212,6 +224,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
       return;
     }
     hold.accept(delay);
+    beforeRetry.run();
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
         session.rollback();
