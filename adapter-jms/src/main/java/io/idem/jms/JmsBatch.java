@@ -105,10 +105,13 @@ final class JmsBatch {
       List<Acknowledgement> acknowledgements = new ArrayList<>(pending.size());
       List<JmsAcknowledgement> ours = new ArrayList<>(pending.size());
       for (Item item : pending) {
-        int attempt = item.inbound().brokerDeliveryCount();
+        JmsInboundMessage inbound = item.inbound();
         JmsAcknowledgement acknowledgement = new JmsAcknowledgement(session, config.sessionMode(), deadLetters,
-            item.message(), config.queue(), delay -> { }, attempt, limit, pipeline.consumerGroup(),
+            item.message(), config.queue(), delay -> { }, inbound.deliveryAttempt(), limit, pipeline.consumerGroup(),
             limits.source()).inBatch();
+        if (inbound.countInflated()) {
+          acknowledgement.countInflated(inbound.brokerDeliveryCount());
+        }
         messages.add(item.inbound());
         acknowledgements.add(acknowledgement);
         ours.add(acknowledgement);
@@ -132,9 +135,9 @@ final class JmsBatch {
           return End.RELEASED;
         }
         if (acknowledgement.deadLetteredAtBrokerLimit()) {
-          LOG.error("{}: message {} of {} dead-lettered on delivery {}: the broker's max-delivery-attempts"
+          LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's max-delivery-attempts"
               + " ({}) is below the pipeline's maxAttempts ({})", name, item.inbound().brokerMessageId(),
-              config.queue(), item.inbound().brokerDeliveryCount(), limits.maxDeliveryAttempts(),
+              config.queue(), item.inbound().deliveryAttempt(), limits.maxDeliveryAttempts(),
               pipeline.retryPolicy().maxAttempts());
         }
         Duration retry = acknowledgement.retryAfter();

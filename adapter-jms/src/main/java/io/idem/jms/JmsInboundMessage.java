@@ -223,11 +223,23 @@ public final class JmsInboundMessage implements InboundMessage {
    * The broker's {@code max-delivery-attempts} for this queue as read at start (Artemis) or
    * declared in the configuration ({@code JmsConsumerConfig.Builder#brokerMaxDeliveryAttempts}),
    * {@link Integer#MAX_VALUE} when unlimited: the pipeline dead-letters at the lower of this and
-   * its own {@code maxAttempts}.
+   * its own {@code maxAttempts}. {@link Integer#MAX_VALUE} as well for a delivery whose count is
+   * {@linkplain #countInflated() inflated}: the adapter then keeps it in its session on the
+   * broker's last delivery instead of charging it with other messages' deliveries.
    */
   @Override
   public int brokerAttemptLimit() {
-    return brokerAttemptLimit;
+    return countInflated() ? Integer.MAX_VALUE : brokerAttemptLimit;
+  }
+
+  /**
+   * Whether {@code JMSXDeliveryCount} may count more than this message's own handler runs: an
+   * {@linkplain #unaccountedRedelivery() unaccounted redelivery} (Artemis raises the count of every
+   * message a dying session held, prefetched ones included), or a count above {@link
+   * #deliveryAttempt()}.
+   */
+  boolean countInflated() {
+    return unaccountedRedelivery || brokerDeliveryCount > deliveryAttempt;
   }
 
   /**

@@ -289,45 +289,74 @@ final class JmsWorker implements Runnable {
       MessageProducer dlq, SettlementRecord[] current) {
     JmsInboundMessage inbound = first;
     while (true) {
+      int attempt = inbound.deliveryAttempt();
       int brokerCount = inbound.brokerDeliveryCount();
       String id = inbound.brokerMessageId();
       JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
           message, config.queue(),
           config.holdForRetryBackoff() ? delay -> holdForRetry(delay, brokerCount) : delay -> { },
-          brokerCount, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
+          attempt, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
           pipeline.consumerGroup(), limits.source())
           .beforeRetry(() -> attempts.failed(id));
+      if (inbound.countInflated()) {
+        acknowledgement.countInflated(brokerCount);
+      }
       current[0] = acknowledgement.record();
       ProcessingOutcome outcome = pipeline.process(inbound, acknowledgement);
       if (acknowledgement.record().isSettled()) {
         attempts.forget(id);
       }
       if (acknowledgement.deadLetteredAtBrokerLimit()) {
-        LOG.error("{}: message {} of {} dead-lettered on delivery {}: the broker's"
+        LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's"
             + " max-delivery-attempts ({}) is below the pipeline's maxAttempts ({})", name,
-            inbound.brokerMessageId(), config.queue(), brokerCount, limits.maxDeliveryAttempts(),
+            inbound.brokerMessageId(), config.queue(), attempt, limits.maxDeliveryAttempts(),
             pipeline.retryPolicy().maxAttempts());
+      }
+      Duration again = acknowledgement.retryAfter();
+      if (again != null) {
+        // the broker's last delivery of a message whose count other messages' deaths raised: a
+        // rollback would let the broker move it without a reason, so it runs again in this session
+        LOG.info("{}: message {} of {} is on the broker's last delivery ({} of max-delivery-attempts {})"
+            + " with a count raised by more than its own runs; retrying it in its session as attempt {}",
+            name, id, config.queue(), brokerCount, limits.maxDeliveryAttempts(), inbound.inLifeAttempt() + 1);
+        if (!holdInSession(again, s, id)) {
+          return outcome;
+        }
+        inbound = inbound.withDeliveryAttempt(inbound.inLifeAttempt() + 1);
+        continue;
       }
       Duration wait = acknowledgement.record().heldForStore();
       if (acknowledgement.record().isReleased() || wait == null) {
         return outcome; // settled, retried, or handed back at shutdown (run() then stops)
       }
-      inbound = inbound.withDeliveryAttempt(inbound.inLifeAttempt());
       // the store is down: keep the message in this session (a rollback would count toward the
       // broker's max-delivery-attempts) and run it again after the backoff
-      holding = true;
-      try {
-        hold(wait);
-      } finally {
-        holding = false;
-      }
-      if (stopping || broken || Thread.currentThread().isInterrupted()) {
-        LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
-            name, inbound.brokerMessageId(), config.queue());
-        unsettle(s);
+      if (!holdInSession(wait, s, id)) {
         return outcome;
       }
+      inbound = inbound.withDeliveryAttempt(inbound.inLifeAttempt());
     }
+  }
+
+  /**
+   * Holds the current delivery in its session for {@code wait}; {@code false} when the worker
+   * must stop instead (closing, connection broken, interrupted): the session is then rolled back
+   * (or recovered), so the broker has the message again.
+   */
+  private boolean holdInSession(Duration wait, Session s, @Nullable String id) {
+    holding = true;
+    try {
+      hold(wait);
+    } finally {
+      holding = false;
+    }
+    if (stopping || broken || Thread.currentThread().isInterrupted()) {
+      LOG.info("{}: stopped waiting to run message {} of {} again; it goes back to the broker",
+          name, id, config.queue());
+      unsettle(s);
+      return false;
+    }
+    return true;
   }
 
   private static @Nullable String idOf(Message message) {

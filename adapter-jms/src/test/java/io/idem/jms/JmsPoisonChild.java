@@ -13,6 +13,7 @@ import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
@@ -26,8 +27,9 @@ import org.jspecify.annotations.Nullable;
  * the process: {@code -Didem.poison=HALT} (the default) calls {@code Runtime.halt(1)} (like kill
  * -9: no finally, no rollback, no hook); {@code OOM} throws an OutOfMemoryError, which ends the
  * consumer's worker while the JVM lives on — this child then closes that consumer and starts a new
- * one, as an application watching {@code isRunning()} would. Prints {@code READY}, {@code
- * POISON-RUN}, {@code RESTART} and {@code OUTCOME <key> <outcome>}.
+ * one, as an application watching {@code isRunning()} would. The handler of key {@code
+ * -Didem.flaky} (if set) fails its first run in each JVM. Prints {@code READY}, {@code
+ * POISON-RUN}, {@code FLAKY-RUN}, {@code RESTART} and {@code OUTCOME <key> <outcome> attempt <n>}.
  */
 public final class JmsPoisonChild {
   static final int MAX_ATTEMPTS = 3;
@@ -41,6 +43,8 @@ public final class JmsPoisonChild {
     Path stopFile = Path.of(args[6]);
     String poison = args[7];
     boolean halt = !"OOM".equals(System.getProperty("idem.poison", "HALT"));
+    String flaky = System.getProperty("idem.flaky", "");
+    AtomicBoolean flakyFailed = new AtomicBoolean();
     HikariDataSource dataSource = PostgresFixture.shared().dataSource(args[3], 4);
     MyBatisProcessedEventStore store =
         MyBatisProcessedEventStore.builder(JmsTestDatabase.sessions(dataSource)).createTableIfMissing(true).build();
@@ -55,6 +59,12 @@ public final class JmsPoisonChild {
               Runtime.getRuntime().halt(1);
             }
             throw new OutOfMemoryError("simulated: the handler of " + poison + " ran out of memory");
+          }
+          if (flaky.equals(message.header("idempotency-key"))) {
+            System.out.println("FLAKY-RUN");
+            if (flakyFailed.compareAndSet(false, true)) {
+              throw new IllegalStateException("simulated: the first run of " + flaky + " fails");
+            }
           }
           effects.record(session, message.header("idempotency-key"));
         })
