@@ -51,7 +51,10 @@ import org.slf4j.LoggerFactory;
  * Idem dead-letters at the lower of its {@code maxAttempts} and the broker's limit. That copy
  * carries no key and no exception class (the pipeline does not hand them to {@code retry}; the
  * original's properties, the key property among them, are on the copy), and the pipeline reports
- * the outcome as {@code RETRY} to its listeners.
+ * the outcome as {@code RETRY} to its listeners. A delivery whose count is {@linkplain
+ * #countInflated inflated} (raised by other messages' process deaths) is not charged with them: on
+ * the broker's last delivery {@link #retry(Duration)} leaves it in the session, and the worker
+ * runs it again after the backoff as the next attempt.
  *
  * <p>Store outages: a rollback or {@code recover()} raises {@code JMSXDeliveryCount}, and the
  * broker moves the message to its dead-letter address after {@code max-delivery-attempts}, so a

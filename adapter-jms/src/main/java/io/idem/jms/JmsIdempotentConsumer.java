@@ -110,7 +110,10 @@ import org.slf4j.LoggerFactory;
  *       same JMS transaction: atomic, with the reason. When the broker's limit is lower, the
  *       delivery at that limit is dead-lettered the same way instead of rolled back (see
  *       {@link JmsAcknowledgement}), so a failing handler is dead-lettered at the lower of the two
- *       ({@link #maxAttempts()}) and never by the broker.
+ *       ({@link #maxAttempts()}) and never by the broker. A delivery whose count other messages'
+ *       deaths raised (flagged as above, or above this consumer's attempt) is not dead-lettered
+ *       at the broker's limit: on the broker's last delivery it is retried inside its session
+ *       (held for the backoff, run again as the next attempt), until {@code maxAttempts}.
  *   <li>The broker's own limit stays the backstop for messages that never reach the pipeline's
  *       decision (an unreadable message; a handler that crashes the JVM when the broker's limit
  *       is not above {@code maxAttempts}, or with a store that keeps no attempt counts): the
