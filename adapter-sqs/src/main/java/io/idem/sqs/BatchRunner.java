@@ -155,7 +155,7 @@ final class BatchRunner {
     try {
       result = lanes.runAccounted(ready, () -> run(ready, acks));
     } catch (VirtualMachineError e) {
-      lanes.fail(concat(unsettled(ready, acks), tail), e);
+      lanes.fail(unsettled(ready, acks), tail, e);
       throw e;
     } catch (Throwable e) {
       failed(ready, acks, tail, e);

@@ -142,7 +142,7 @@ final class LaneRunner {
       try {
         goOn = ready(delivery) ? process(delivery, hasTail) : !fifo;
       } catch (VirtualMachineError e) {
-        fail(lane.subList(i, lane.size()), e);
+        fail(List.of(delivery), lane.subList(i + 1, lane.size()), e);
         throw e;
       } catch (Throwable e) {
         // a failed acknowledgement, or an Error the pipeline does not catch (from a listener…):
@@ -357,15 +357,19 @@ final class LaneRunner {
   }
 
   /**
-   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the message in hand
-   * and the rest of its lane, without calling SQS, so that they reappear when their visibility
-   * runs out; and stop the consumer.
+   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the messages in hand
+   * and the rest of their lane, without calling SQS, so that they reappear when their visibility
+   * runs out; and stop the consumer. The ones in hand stay started in the {@link AttemptLedger}
+   * (their next receive is an unaccounted redelivery: the run counts); the rest never ran, and
+   * their next receive is not counted as an attempt.
    */
-  void fail(List<Delivery> rest, VirtualMachineError error) {
-    rest.forEach(keeper::forget);
+  void fail(List<Delivery> inHand, List<Delivery> notStarted, VirtualMachineError error) {
+    inHand.forEach(keeper::forget);
+    notStarted.forEach(keeper::leave);
     stopping.set(true); // no more receives; the other lanes hand back what they have not started
     LOG.error("SQS consumer on {} stops: {} while processing {}; it and the {} message(s) behind it"
-        + " reappear when their visibility runs out", config.queueName(), error, rest.get(0), rest.size() - 1);
+        + " reappear when their visibility runs out", config.queueName(), error,
+        inHand.size() == 1 ? inHand.get(0) : inHand.size() + " messages", notStarted.size());
   }
 
   /**

@@ -19,9 +19,12 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
  * {@link SqsProcessKillingMessageIT}'s consumer, run in a child JVM: consumes queue URL {@code
  * args[0]} (dead letters to {@code args[1]}) for consumer group {@code args[2]} with maxAttempts
  * {@value #MAX_ATTEMPTS}, {@code maxBatchSize} {@code args[5]} and delete batch window {@code
- * args[6]} ms, until file {@code args[3]} exists. The handler of key {@code args[4]} calls {@code
- * Runtime.halt(1)} (like kill -9: no finally, no delete, no hand-back); the others write one
- * effect row. Prints {@code POISON-RUN}, {@code READY} and {@code OUTCOME <key> <outcome>}.
+ * args[6]} ms, until file {@code args[3]} exists. The handler of key {@code args[4]} kills the
+ * process: {@code args[7]} {@code HALT} calls {@code Runtime.halt(1)} (like kill -9: no finally, no
+ * delete, no hand-back); {@code OOM} throws an OutOfMemoryError, which stops the consumer while the
+ * JVM lives on — this child then closes it and starts a new one on the same queue, as an
+ * application watching {@code isRunning()} would. The others write one effect row. Prints {@code
+ * POISON-RUN}, {@code READY}, {@code RESTART} and {@code OUTCOME <key> <outcome>}.
  * Database from {@code -Didem.test.jdbc.*}; SQS (the parent's in-process ElasticMQ, which outlives
  * this JVM) from {@code IDEM_SQS_ENDPOINT}.
  */
@@ -40,6 +43,7 @@ public final class SqsPoisonChild {
         System.getProperty("idem.test.jdbc.schema"));
     Path stopFile = Path.of(args[3]);
     String poison = args[4];
+    boolean halt = "HALT".equals(args[7]);
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
         .consumerGroup(args[2])
         .handler((message, session) -> {
@@ -47,7 +51,10 @@ public final class SqsPoisonChild {
           if (poison.equals(key)) {
             System.out.println("POISON-RUN");
             System.out.flush();
-            Runtime.getRuntime().halt(1);
+            if (halt) {
+              Runtime.getRuntime().halt(1);
+            }
+            throw new OutOfMemoryError("simulated: the handler of " + poison + " ran out of memory");
           }
           TestDatabase.record(session, key, message.payload());
         })
@@ -73,13 +80,21 @@ public final class SqsPoisonChild {
         .region("us-east-1")
         .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem")))
         .build();
-    try (SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline)) {
+    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, pipeline);
+    try {
       consumer.start();
       System.out.println("READY");
       while (!Files.exists(stopFile)) {
+        if (!consumer.isRunning()) { // an Error stopped it: replace it, the JVM lives on
+          consumer.close();
+          System.out.println("RESTART");
+          consumer = SqsIdempotentConsumer.create(config, pipeline);
+          consumer.start();
+        }
         Thread.sleep(50);
       }
     } finally {
+      consumer.close();
       db.close();
     }
     System.out.println("CLOSED");

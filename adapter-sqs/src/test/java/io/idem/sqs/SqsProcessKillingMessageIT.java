@@ -58,7 +58,7 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     // a delete window long enough that the good messages' deletes are still pending when the
     // poison's handler runs in the same receive
     List<String> args = List.of(queue.queueUrl(), queue.dlqUrl(), group, stop.toString(), POISON,
-        Integer.toString(maxBatchSize), "1000");
+        Integer.toString(maxBatchSize), "1000", "HALT");
     List<String> printed = new ArrayList<>();
     int deaths = 0;
     for (int start = 1; ; start++) {
@@ -85,7 +85,46 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
       }
     }
     assertThat(deaths).as("deaths before Idem dead-lettered it").isEqualTo(SqsPoisonChild.MAX_ATTEMPTS);
+    assertOutcome(queue, printed);
+  }
 
+  /**
+   * An OutOfMemoryError in the poison's handler stops the consumer (the JVM lives on); the child
+   * replaces it on the same queue. The new consumer's ledger (shared in the JVM) knows the
+   * handler was started and never ended, so the redelivery is counted like a death.
+   */
+  @ParameterizedTest(name = "fifo {0}, maxBatchSize {1}")
+  @CsvSource({"false, 1", "true, 10"})
+  void anOutOfMemoryErrorThatStopsTheConsumerCountsAsAnAttempt(boolean fifo, int maxBatchSize) throws Exception {
+    SqsHarness queue = queue(fifo);
+    List<String> good = new ArrayList<>(BEFORE);
+    good.addAll(BEHIND);
+    BEFORE.forEach(key -> publish(queue, key));
+    publish(queue, POISON);
+    BEHIND.forEach(key -> publish(queue, key));
+    Path stop = temp.resolve("stop-oom");
+    List<String> args = List.of(queue.queueUrl(), queue.dlqUrl(), group, stop.toString(), POISON,
+        Integer.toString(maxBatchSize), "1000", "OOM");
+    List<String> printed;
+    try (ChildJvm child = poisonChild(1, args)) {
+      await("the poison dead-lettered and the others applied").atMost(CHILD_LIFE.multipliedBy(2))
+          .pollInterval(Duration.ofMillis(100))
+          .until(() -> !child.isAlive()
+              || (db.total() == good.size() && child.printed("OUTCOME " + POISON + " DEAD_LETTERED")));
+      assertThat(child.isAlive()).as("the JVM lives on").isTrue();
+      await("the queue drained").atMost(CHILD_LIFE).until(() -> queue.pendingCount() == 0);
+      Files.createFile(stop);
+      assertThat(child.waitFor(CHILD_LIFE)).isZero();
+      printed = child.lines();
+    }
+    assertThat(printed).as("handler runs of the poison").filteredOn(l -> l.contains("POISON-RUN"))
+        .hasSize(SqsPoisonChild.MAX_ATTEMPTS);
+    assertOutcome(queue, printed);
+  }
+
+  private void assertOutcome(SqsHarness queue, List<String> printed) {
+    List<String> good = new ArrayList<>(BEFORE);
+    good.addAll(BEHIND);
     for (String key : good) {
       assertThat(db.count(key)).as("effects of %s", key).isEqualTo(1);
       assertThat(printed).as("outcomes of %s", key).filteredOn(l -> l.equals("OUTCOME " + key + " PROCESSED"))
