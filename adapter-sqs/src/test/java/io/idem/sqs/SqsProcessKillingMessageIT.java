@@ -3,6 +3,10 @@ package io.idem.sqs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyKey;
@@ -17,9 +21,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.slf4j.LoggerFactory;
 
 /**
  * A message whose handler kills the process (issue 23, docs/FAILURES.md "Attempts that survive
@@ -44,10 +50,21 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
   @TempDir
   Path temp;
 
-  @ParameterizedTest(name = "fifo {0}, maxBatchSize {1}")
-  @CsvSource({"false, 1", "true, 1", "false, 10", "true, 10"})
-  void aHandlerThatHaltsTheJvmIsDeadLetteredAfterMaxAttemptsDeaths(boolean fifo, int maxBatchSize) throws Exception {
-    SqsHarness queue = queue(fifo);
+  /**
+   * With {@code maxReceiveCount} above 0 the queue has a {@code RedrivePolicy} with that limit —
+   * maxAttempts + 1, the lowest that lets Idem act first — into the dead-letter queue Idem copies
+   * to; SQS would move the poison, and the good messages received with it at each death, without
+   * Idem's reason one receive later.
+   */
+  @ParameterizedTest(name = "fifo {0}, maxBatchSize {1}, maxReceiveCount {2}")
+  @CsvSource({"false, 1, 0", "true, 1, 0", "false, 10, 0", "true, 10, 0", "false, 1, 4", "true, 10, 4"})
+  void aHandlerThatHaltsTheJvmIsDeadLetteredAfterMaxAttemptsDeaths(boolean fifo, int maxBatchSize,
+      int maxReceiveCount) throws Exception {
+    SqsHarness target = maxReceiveCount == 0 ? null : queue(fifo);
+    SqsHarness queue = target == null
+        ? queue(fifo)
+        : queue(fifo, SqsAttemptAccountingIT.redrivePolicy(target, maxReceiveCount));
+    SqsHarness letters = target == null ? queue : target;
     List<String> good = new ArrayList<>(BEFORE);
     good.addAll(BEHIND);
     BEFORE.forEach(key -> publish(queue, key));
@@ -57,7 +74,7 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     Path stop = temp.resolve("stop");
     // a delete window long enough that the good messages' deletes are still pending when the
     // poison's handler runs in the same receive
-    List<String> args = List.of(queue.queueUrl(), queue.dlqUrl(), group, stop.toString(), POISON,
+    List<String> args = List.of(queue.queueUrl(), letters.dlqUrl(), group, stop.toString(), POISON,
         Integer.toString(maxBatchSize), "1000", "HALT");
     List<String> printed = new ArrayList<>();
     int deaths = 0;
@@ -85,7 +102,7 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
       }
     }
     assertThat(deaths).as("deaths before Idem dead-lettered it").isEqualTo(SqsPoisonChild.MAX_ATTEMPTS);
-    assertOutcome(queue, printed);
+    assertOutcome(queue, letters, printed);
   }
 
   /**
@@ -119,10 +136,40 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     }
     assertThat(printed).as("handler runs of the poison").filteredOn(l -> l.contains("POISON-RUN"))
         .hasSize(SqsPoisonChild.MAX_ATTEMPTS);
-    assertOutcome(queue, printed);
+    assertOutcome(queue, queue, printed);
   }
 
-  private void assertOutcome(SqsHarness queue, List<String> printed) {
+  /**
+   * A {@code RedrivePolicy} whose {@code maxReceiveCount} is not above maxAttempts would move a
+   * process-killing message before Idem dead-letters it: warned at start; one above is not.
+   */
+  @Test
+  void aRedriveLimitNotAboveMaxAttemptsIsWarnedAtStart() {
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    Logger log = (Logger) LoggerFactory.getLogger(SqsIdempotentConsumer.class);
+    logged.start();
+    log.addAppender(logged);
+    try {
+      SqsHarness target = queue(false);
+      SqsHarness atLimit = queue(false, SqsAttemptAccountingIT.redrivePolicy(target, 3));
+      start(atLimit.config().deadLetterQueueUrl(target.dlqUrl()).build(), pipeline(recording(), retries(3)));
+      assertThat(warnings(logged)).as("maxReceiveCount 3, maxAttempts 3").singleElement().asString()
+          .contains("maxReceiveCount=3", "maxAttempts=3", "kills the process", "at least 6");
+      logged.list.clear();
+      SqsHarness above = queue(false, SqsAttemptAccountingIT.redrivePolicy(target, 4));
+      start(above.config().deadLetterQueueUrl(target.dlqUrl()).build(), pipeline(recording(), retries(3)));
+      assertThat(warnings(logged)).as("maxReceiveCount 4, maxAttempts 3").isEmpty();
+    } finally {
+      log.detachAppender(logged);
+    }
+  }
+
+  private static List<String> warnings(ListAppender<ILoggingEvent> logged) {
+    return logged.list.stream().filter(e -> e.getLevel() == Level.WARN && e.getFormattedMessage().contains("maxReceiveCount"))
+        .map(ILoggingEvent::getFormattedMessage).toList();
+  }
+
+  private void assertOutcome(SqsHarness queue, SqsHarness letters, List<String> printed) {
     List<String> good = new ArrayList<>(BEFORE);
     good.addAll(BEHIND);
     for (String key : good) {
@@ -134,7 +181,7 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     }
     assertThat(db.count(POISON)).isZero();
     assertThat(db.total()).isEqualTo(good.size());
-    List<DeadLetteredMessage> dead = queue.deadLetters();
+    List<DeadLetteredMessage> dead = letters.deadLetters();
     assertThat(dead).as("only the poison, with Idem's reason").hasSize(1);
     assertThat(dead.get(0).headers().get(DeadLetterReason.HEADER_KEY)).isEqualTo(POISON);
     assertThat(dead.get(0).cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED.name());
