@@ -126,9 +126,10 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     try (ChildJvm child = poisonChild(1, args)) {
       await("the poison dead-lettered and the others applied").atMost(CHILD_LIFE.multipliedBy(2))
           .pollInterval(Duration.ofMillis(100))
-          .until(() -> !child.isAlive()
+          .until(() -> !child.isAlive() || poisonRuns(child) > SqsPoisonChild.MAX_ATTEMPTS
               || (db.total() == good.size() && child.printed("OUTCOME " + POISON + " DEAD_LETTERED")));
       assertThat(child.isAlive()).as("the JVM lives on").isTrue();
+      assertThat(poisonRuns(child)).as("handler runs of the poison").isLessThanOrEqualTo(SqsPoisonChild.MAX_ATTEMPTS);
       await("the queue drained").atMost(CHILD_LIFE).until(() -> queue.pendingCount() == 0);
       Files.createFile(stop);
       assertThat(child.waitFor(CHILD_LIFE)).isZero();
@@ -162,6 +163,10 @@ class SqsProcessKillingMessageIT extends SqsTestBase {
     } finally {
       log.detachAppender(logged);
     }
+  }
+
+  private static long poisonRuns(ChildJvm child) {
+    return child.lines().stream().filter(l -> l.contains("POISON-RUN")).count();
   }
 
   private static List<String> warnings(ListAppender<ILoggingEvent> logged) {
