@@ -112,11 +112,17 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
    * Whether {@code delivered} is an unaccounted redelivery (docs/FAILURES.md, "Attempts that
    * survive the process"): not known to this process's in-memory count, and the broker says (or,
    * on Kafka, the partition's assignment says) it may have been handed to a handler before.
+   *
+   * <p>Kafka's flag is a guess — the first records after an assignment, which are usually new —
+   * and the pipeline counts a flagged delivery's attempt as the store's count + 1 (the earlier
+   * run it stands for): with {@code maxAttempts} 1 that would dead-letter the first record of every
+   * assignment without running it, so with {@code maxAttempts} 1 Kafka records are not flagged
+   * (docs/SPRING-BOOT.md, "Attempts").
    */
   private boolean unaccounted(ListenerDeliveries kind, String delivery, Object delivered,
-      @Nullable KafkaAssignments assignments) {
+      @Nullable KafkaAssignments assignments, int maxAttempts) {
     return !attempts.knows(delivery) && (kind.deliveredBefore(delivered)
-        || (assignments != null && assignments.mayBeRedelivered(delivered)));
+        || (assignments != null && maxAttempts > 1 && assignments.mayBeRedelivered(delivered)));
   }
 
   private @Nullable Object invokeOne(MethodInvocation invocation, MethodBinding binding, Object delivered,
@@ -129,7 +135,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     long started = System.nanoTime();
     while (true) {
       InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
-          unaccounted(kind, delivery, delivered, assignments));
+          unaccounted(kind, delivery, delivered, assignments, policy.maxAttempts()));
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
       Object[] result = new Object[1];
       ProcessingOutcome outcome;
@@ -191,7 +197,8 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
         binding.key().fromArguments() ? MethodKey.DEFAULT : binding.key(), false);
     CurrentDelivery captured = CurrentDelivery.get();
     InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
-        unaccounted(kind, delivery, delivered, captured == null ? null : captured.assignments()));
+        unaccounted(kind, delivery, delivered, captured == null ? null : captured.assignments(),
+            pipeline.retryPolicy().maxAttempts()));
     DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
     ProcessingOutcome outcome;
     try {
@@ -279,8 +286,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     }
 
     /** Whether {@code record}'s delivery is an unaccounted redelivery (see the record path). */
-    boolean unaccounted(String delivery, Object record) {
-      return IdempotentListenerInterceptor.this.unaccounted(binding.kind(), delivery, record, assignments);
+    boolean unaccounted(String delivery, Object record, int maxAttempts) {
+      return IdempotentListenerInterceptor.this.unaccounted(binding.kind(), delivery, record, assignments,
+          maxAttempts);
     }
 
     /** {@code record} was applied ({@code PROCESSED}). */

@@ -121,7 +121,8 @@ final class KafkaBatchInvocation {
       Object record = call.records.get(index);
       String delivery = binding.consumerGroup() + "|" + kind.deliveryId(record);
       deliveries.add(delivery);
-      messages.add(kind.toInbound(record, call.attempts().next(delivery), call.unaccounted(delivery, record)));
+      messages.add(kind.toInbound(record, call.attempts().next(delivery), call.unaccounted(delivery, record,
+          pipeline.retryPolicy().maxAttempts())));
       byBrokerId.put(kind.deliveryId(record), index);
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, record, binding.deadLetter());
       ours.add(acknowledgement);

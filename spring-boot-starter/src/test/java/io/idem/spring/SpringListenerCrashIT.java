@@ -195,6 +195,42 @@ class SpringListenerCrashIT {
    */
   @Test
   void kafkaListenerWhoseRecordKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    kafkaRecordKillsTheProcess("kafka");
+  }
+
+  /**
+   * The same with a batch listener: a batch holding flagged records is processed record by
+   * record (Idem's batch rules), so the poison dies alone and its attempt is counted each time.
+   */
+  @Test
+  void kafkaBatchListenerWhoseRecordKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    kafkaRecordKillsTheProcess("kafka-batch");
+  }
+
+  /**
+   * A flagged delivery counts as the store's count + 1 (the earlier run it stands for), which for
+   * Kafka's guess — the first records after an assignment, usually new — would dead-letter the
+   * first record of every assignment unrun when {@code idem.retry.max-attempts=1}: there Kafka
+   * records are not flagged, and every event is applied.
+   */
+  @Test
+  void kafkaListenerWithOneAttemptAppliesTheFirstRecordsOfItsAssignment() {
+    String topic = kafkaTopicWithEvents();
+    String deadLetters = topic + KafkaDeliveries.DEAD_LETTER_SUFFIX;
+    KafkaFixture.shared().createTopic(deadLetters, 1);
+    cleanup.add(() -> KafkaFixture.shared().deleteTopic(deadLetters));
+    try (ChildJvm run = child("one-attempt", "kafka", topic, null, 0, "-Didem.retry.max-attempts=1")) {
+      await("every event applied and the offsets committed").atMost(WAIT).untilAsserted(() -> {
+        assertThat(run.isAlive()).as("alive").isTrue();
+        assertThat(committedOffset(topic)).isEqualTo(EVENTS);
+      });
+      assertThat(distinct()).isEqualTo(EVENTS);
+      assertThat(total()).isEqualTo(EVENTS);
+      assertThat(endOffset(deadLetters)).as("dead letters").isZero();
+    }
+  }
+
+  private void kafkaRecordKillsTheProcess(String broker) {
     String topic = kafkaTopicWithEvents();
     String deadLetters = topic + KafkaDeliveries.DEAD_LETTER_SUFFIX;
     KafkaFixture.shared().createTopic(deadLetters, 1);
@@ -203,7 +239,7 @@ class SpringListenerCrashIT {
     int maxAttempts = 3;
     int deaths = 0;
     while (true) {
-      ChildJvm run = child("run-" + deaths, "kafka", topic, null, 0,
+      ChildJvm run = child("run-" + deaths, broker, topic, null, 0,
           "-Dtest.poison=" + poison, "-Didem.retry.max-attempts=" + maxAttempts);
       try (run) {
         await("the application dies or dead-letters the poison").atMost(WAIT).until(() ->
@@ -220,7 +256,11 @@ class SpringListenerCrashIT {
       deaths++;
       assertThat(deaths).as("process deaths of the poison record").isLessThanOrEqualTo(maxAttempts);
     }
-    assertThat(deaths).as("process deaths of the poison record").isEqualTo(maxAttempts);
+    // the record listener's first life ran the poison unflagged (a record before it was applied);
+    // the batch listener's flags its first batch whole, so when that batch held the poison its
+    // first death counted too
+    assertThat(deaths).as("process deaths of the poison record")
+        .isBetween(broker.equals("kafka") ? maxAttempts : maxAttempts - 1, maxAttempts);
     assertThat(count(poison)).isZero();
     assertThat(total()).isEqualTo(EVENTS - 1);
     assertThat(doubled()).isZero();
