@@ -15,9 +15,9 @@ import org.springframework.kafka.support.Acknowledgment;
 /**
  * Idem's wrappers around a Spring Kafka container's listener (the way Spring Kafka's own {@code
  * FilteringMessageListenerAdapter} wraps one): each puts the record, or the poll's records, in
- * {@link CurrentDelivery} with the container's {@link KafkaBudget} and {@link KafkaAssignments} and calls the container's
- * listener, which converts them and calls the {@link Idempotent} method. A record the container
- * could not convert for the method goes to {@link Unconvertible}.
+ * {@link CurrentDelivery} with the container's {@link KafkaBudget} and {@link KafkaAssignments},
+ * and calls the container's listener, which converts them and calls the {@link Idempotent}
+ * method. A record the container could not convert for the method goes to {@link Unconvertible}.
  */
 final class IdemKafkaCapture {
   private IdemKafkaCapture() {}

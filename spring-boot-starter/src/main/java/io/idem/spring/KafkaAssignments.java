@@ -57,7 +57,10 @@ final class KafkaAssignments implements ConsumerAwareRebalanceListener {
         && applied.get(new TopicPartition(record.topic(), record.partition())) != Thread.currentThread();
   }
 
-  /** {@code message} (a {@link ConsumerRecord}) was applied on this thread: its partition's next records are not flagged. */
+  /**
+   * {@code message} (a {@link ConsumerRecord}) was applied on this thread: its partition's next
+   * records are not flagged.
+   */
   void applied(Object message) {
     if (message instanceof ConsumerRecord<?, ?> record) {
       applied.put(new TopicPartition(record.topic(), record.partition()), Thread.currentThread());
