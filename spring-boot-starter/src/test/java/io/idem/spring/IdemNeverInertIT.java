@@ -125,6 +125,14 @@ class IdemNeverInertIT {
             .hasStackTraceContaining("idem.claim-lock-timeout must not be negative, but was PT-1S"));
   }
 
+  @Test
+  void aRelayLeaseThatIsNotPositiveFailsStartUpNamingTheProperty() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .withPropertyValues("idem.outbox.relay.lease-duration=0s")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.outbox.relay.lease-duration must be positive, but was PT0S"));
+  }
+
   /** One DataSource, Spring Boot's transaction manager auto-configuration left out. */
   @Test
   void oneDataSourceWithoutATransactionManagerFailsStartUpNamingIt() {
