@@ -6,7 +6,9 @@ import static org.awaitility.Awaitility.await;
 import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.IdempotencyKey;
+import io.idem.IdempotentConsumer;
 import io.idem.KeySource;
+import io.idem.RetryPolicy;
 import io.idem.fixtures.ChildJvm;
 import io.idem.fixtures.PostgresFixture;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -94,6 +97,58 @@ class KafkaProcessKillingMessageIT extends KafkaITSupport {
     assertThat(committed(0)).isEqualTo(keys.size());
     assertThat(store.attempts(new IdempotencyKey(group, POISON, KeySource.HEADER)))
         .as("the count went with the dead letter").isZero();
+  }
+
+  /**
+   * An {@link OutOfMemoryError} in the poison's handler stops the consumer while the JVM lives on
+   * (its run's count, written before the handler, is not cleared); the application starts a new
+   * consumer each time. The poison's handler runs maxAttempts times in all, then it is
+   * dead-lettered, and the good records are applied once.
+   */
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @CsvSource({"1", "20"})
+  void anErrorThatStopsTheConsumerCountsAsAnAttempt(int batch) {
+    List<String> keys = List.of("good-1", "good-2", POISON, "good-3", "good-4");
+    keys.forEach(key -> publish(0, key, "{\"key\":\"" + key + "\"}"));
+    AtomicInteger poisonRuns = new AtomicInteger();
+    io.idem.MessageHandler<org.apache.ibatis.session.SqlSession> recording = recording();
+    IdempotentConsumer<org.apache.ibatis.session.SqlSession> pipeline = IdempotentConsumer.builder(store)
+        .consumerGroup(group)
+        .handler((message, session) -> {
+          if (keyOf(message).equals(POISON)) {
+            poisonRuns.incrementAndGet();
+            throw new OutOfMemoryError("simulated: the poison's handler ran out of memory");
+          }
+          recording.handle(message, session);
+        })
+        .retryPolicy(RetryPolicy.builder().maxAttempts(MAX_ATTEMPTS).initialBackoff(Duration.ofMillis(100)).build())
+        .listener(outcomes)
+        .build();
+    for (int start = 1; ; start++) {
+      assertThat(start).as("consumer starts (poison runs so far %d)", poisonRuns.get())
+          .isLessThanOrEqualTo(MAX_ATTEMPTS + 1);
+      KafkaIdempotentConsumer consumer = start(pipeline, b -> b.maxBatchSize(batch));
+      await("consumer " + start + " stopped by the Error, or everything settled").atMost(TIMEOUT)
+          .until(() -> consumer.failure().isPresent() || (effects.total() == 4 && lag() == 0));
+      if (consumer.failure().isPresent()) {
+        assertThat(consumer.failure().get()).isInstanceOf(OutOfMemoryError.class);
+        consumer.close();
+        continue;
+      }
+      consumer.close();
+      break;
+    }
+    assertThat(poisonRuns).as("handler runs of the poison").hasValue(MAX_ATTEMPTS);
+    for (String key : List.of("good-1", "good-2", "good-3", "good-4")) {
+      assertThat(effects.count(key)).as("effects of " + key).isEqualTo(1);
+    }
+    assertThat(effects.doubled()).isZero();
+    List<ConsumerRecord<byte[], byte[]>> dead = KafkaTestClients.readAll(deadLetterTopic);
+    assertThat(dead).as("only the poison, with Idem's reason").hasSize(1);
+    assertThat(text(dead.get(0), DeadLetterReason.HEADER_KEY)).isEqualTo(POISON);
+    assertThat(text(dead.get(0), DeadLetterReason.HEADER_CAUSE))
+        .isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED.name());
+    assertThat(committed(0)).isEqualTo(keys.size());
   }
 
   private ChildJvm child(String name, int batch, int concurrency) {
