@@ -3,6 +3,7 @@ package io.idem.kafka;
 import io.idem.IdempotentConsumer;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -16,6 +17,7 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.NoOffsetForPartitionException;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
@@ -401,7 +403,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
   /**
    * Reads the committed offsets of the newly assigned partitions and decides, per partition,
    * whether the records from there on may have been in a handler of an owner that died (docs/BROKERS.md,
-   * Kafka "Attempts"):
+   * Kafka "Process deaths"):
    *
    * <ul>
    *   <li>committed with {@link #CLEAN} (a clean revocation or close), or nothing committed: no
@@ -436,6 +438,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       return;
     }
     Map<TopicPartition, OffsetAndMetadata> marks = new HashMap<>();
+    List<TopicPartition> windows = new ArrayList<>();
     for (TopicPartition partition : partitions) {
       OffsetAndMetadata offset = committed.get(partition);
       if (offset != null) {
@@ -443,6 +446,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       }
       if (offset != null && !CLEAN.equals(offset.metadata())) {
         progress.openWindow(partition, config.maxBatchSize());
+        windows.add(partition);
         continue;
       }
       try {
@@ -451,11 +455,18 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
             : new OffsetAndMetadata(consumer.position(partition), OWNED));
       } catch (WakeupException | InterruptException e) {
         throw e;
+      } catch (NoOffsetForPartitionException e) {
+        LOG.debug("group {}: {} has no committed offset and no reset policy; the poll reports it", groupId, partition);
       } catch (KafkaException e) {
         LOG.warn("group {}: the position of {} is not known ({}); it is not marked as owned, so a"
             + " process death in its first handlers before an offset commit is not counted", groupId,
             partition, e.toString());
       }
+    }
+    if (!windows.isEmpty()) {
+      LOG.info("group {}: {} not handed over cleanly (a previous owner may have died in a handler): their"
+          + " records from the committed offset on are counted in the store before their handlers run,"
+          + " one at a time, until one is applied", groupId, windows);
     }
     if (!marks.isEmpty()) {
       if (!commit(marks, "owned")) {
