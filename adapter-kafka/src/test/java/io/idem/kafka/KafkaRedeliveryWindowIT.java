@@ -47,6 +47,22 @@ class KafkaRedeliveryWindowIT extends KafkaITSupport {
     assertThat(flags).hasSize(5).doesNotContainValue(true);
   }
 
+  @Test
+  void aRebalanceHandsThePartitionOverCleanly() {
+    List.of("r-1", "r-2").forEach(key -> publish(0, key, "{}"));
+    start(flagging(recording(), null), b -> b);
+    await("applied").atMost(TIMEOUT).until(() -> effects.total() == 2);
+    awaitSettled();
+    start(flagging(recording(), null), b -> b); // joins: the partition is revoked, then assigned
+    await("revoked cleanly, then marked by its new owner").atMost(TIMEOUT)
+        .until(() -> ConsumerLoop.OWNED.equals(committedMetadata()));
+
+    List.of("r-3", "r-4").forEach(key -> publish(0, key, "{}"));
+    await("applied after the rebalance").atMost(TIMEOUT).until(() -> effects.total() == 4);
+    awaitSettled();
+    assertThat(flags).hasSize(4).doesNotContainValue(true);
+  }
+
   /** @param batch the consumer's maxBatchSize: the window covers the batch - 1 records after the first applied */
   @ParameterizedTest(name = "maxBatchSize {0}")
   @ValueSource(ints = {1, 3})
