@@ -44,6 +44,13 @@ import org.slf4j.LoggerFactory;
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
  *       the one way a row is published twice. Claims are serialized across relays by a
  *       transaction-level advisory lock held for the claim's milliseconds.
+ *   <li><b>Batches.</b> A publisher that overrides {@link OutboxPublisher#publishAll} gets the
+ *       claimed batch in one call (it sends every row and waits once) and answers per row: the
+ *       sent rows are marked in one statement, a failed row is charged as below (only its key's
+ *       first failure in the batch), a skipped row is released uncharged; a throw of {@code
+ *       publishAll} is a destination outage, charged to no row. Any other publisher's rows are
+ *       published one by one, the batch ending at the first outage, at {@link #close()} and at
+ *       half the lease.
  *   <li><b>Order.</b> Rows with one ordering key are published in id order among the rows
  *       committed when the relay claims (see docs/OUTBOX.md): per key the claim takes the first
  *       rows in id order, up to {@code batchSize}, when the key's lowest-id unsent row is due, and
