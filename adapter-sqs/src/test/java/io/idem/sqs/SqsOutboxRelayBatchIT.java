@@ -215,4 +215,22 @@ class SqsOutboxRelayBatchIT {
     assertThat(perGroup.get("B")).containsExactly("B-1", "B-2", "B-3", "B-4", "B-5", "B-6");
     assertThat(perGroup.values().stream().mapToInt(List::size).sum()).isEqualTo(14);
   }
+
+  /** Two rows of 150 KB cannot share a request (256 KiB per request): two requests, in order. */
+  @Test
+  void rowsThatDoNotFitOneRequestTogetherGoInTheNext() throws Exception {
+    String big = "x".repeat(150_000);
+    enqueue(List.of(
+        new OutboxEntry("A-1", queueUrl, "A", ("A-1 " + big).getBytes(StandardCharsets.UTF_8), Map.of()),
+        new OutboxEntry("A-2", queueUrl, "A", ("A-2 " + big).getBytes(StandardCharsets.UTF_8), Map.of()),
+        entry("A-3", queueUrl, "A", Map.of())));
+    Recording publisher = new Recording(SqsOutboxPublisher.create(sqs));
+
+    assertThat(relay(publisher).relayOnce()).isEqualTo(3);
+
+    assertThat(publisher.batches.get(0)).extracting(OutboxPublishResult::status).containsOnly(SENT);
+    assertThat(batchRequests.get()).as("A-1 alone, then A-2 with A-3").isEqualTo(2);
+    assertThat(singleRequests.get()).isZero();
+    assertThat(receive(3).get("A")).extracting(b -> b.substring(0, 3)).containsExactly("A-1", "A-2", "A-3");
+  }
 }
