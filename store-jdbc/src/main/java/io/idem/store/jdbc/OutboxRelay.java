@@ -243,7 +243,8 @@ public final class OutboxRelay implements AutoCloseable {
               name, failure.getClass().getName(), message.id(), message.idempotencyKey(),
               message.destination(), failure);
         }
-        OutboxFailureKind kind = kindOf(failure);
+        OutboxFailureKind known = published.kinds.get(message.id());
+        OutboxFailureKind kind = known != null ? known : kindOf(failure);
         lastError = "row " + message.id() + ": " + errorText(failure);
         if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
           left.add(message.id());
@@ -282,10 +283,12 @@ public final class OutboxRelay implements AutoCloseable {
 
   /**
    * What publishing a batch did: each row's result by id (a row without one was not attempted),
-   * whether a throw of {@link OutboxPublisher#publishAll} ended it as an outage (the circuit is
+   * the failures classified already (the classifier runs once per failure), whether a throw of
+   * {@link OutboxPublisher#publishAll} ended it as an outage (the circuit is
    * open already), whether an interrupt (shutdown) ended it.
    */
-  private record Published(Map<Long, OutboxPublishResult> results, boolean outage, boolean interrupted) {}
+  private record Published(Map<Long, OutboxPublishResult> results, Map<Long, OutboxFailureKind> kinds,
+      boolean outage, boolean interrupted) {}
 
   /**
    * A publisher of one row at a time (it does not override {@link OutboxPublisher#publishAll}):
@@ -294,6 +297,7 @@ public final class OutboxRelay implements AutoCloseable {
    */
   private Published publishOneByOne(List<OutboxMessage> batch, long claimedAt) {
     Map<Long, OutboxPublishResult> results = new HashMap<>();
+    Map<Long, OutboxFailureKind> kinds = new HashMap<>();
     Set<String> stoppedKeys = new HashSet<>();
     boolean interrupted = false;
     for (OutboxMessage message : batch) {
@@ -317,11 +321,13 @@ public final class OutboxRelay implements AutoCloseable {
       if (message.orderingKey() != null) {
         stoppedKeys.add(message.orderingKey());
       }
-      if (kindOf(failure) == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
+      OutboxFailureKind kind = kindOf(failure);
+      kinds.put(message.id(), kind);
+      if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
         break; // the rest of the batch would wait for the same outage: due again, uncharged
       }
     }
-    return new Published(results, false, interrupted);
+    return new Published(results, kinds, false, interrupted);
   }
 
   /**
@@ -334,7 +340,7 @@ public final class OutboxRelay implements AutoCloseable {
       list = publisher.publishAll(List.copyOf(batch));
     } catch (Throwable e) {
       if (e instanceof InterruptedException) {
-        return new Published(Map.of(), false, true);
+        return new Published(Map.of(), Map.of(), false, true);
       }
       if (e instanceof Error) {
         LOG.error("outbox relay {}: the publisher's publishAll threw {} for a batch of {} rows from outbox row {};"
@@ -342,7 +348,7 @@ public final class OutboxRelay implements AutoCloseable {
       }
       lastError = "batch from row " + batch.get(0).id() + ": " + errorText(e);
       openCircuit(batch.get(0), e);
-      return new Published(Map.of(), true, Thread.interrupted());
+      return new Published(Map.of(), Map.of(), true, Thread.interrupted());
     }
     Map<Long, OutboxPublishResult> results = new HashMap<>();
     if (list != null) {
@@ -356,7 +362,7 @@ public final class OutboxRelay implements AutoCloseable {
       LOG.error("outbox relay {}: the publisher returned {} results for a batch of {} rows; the rows without"
           + " one are due again, uncharged", name, list == null ? 0 : list.size(), batch.size());
     }
-    return new Published(results, false, Thread.interrupted());
+    return new Published(results, Map.of(), false, Thread.interrupted());
   }
 
   /** Publishes one row; returns what it threw (anything), or {@code null} once confirmed. */
