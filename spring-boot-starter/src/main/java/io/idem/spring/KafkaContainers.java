@@ -268,6 +268,15 @@ final class KafkaContainers implements ListenerContainers {
       }
     }
 
+    @Override
+    public List<io.idem.spi.RedeliveryHorizon.Horizon> horizons(List<String> unreadable) {
+      String[] topics = container.getContainerProperties().getTopics();
+      if (topics == null || topics.length == 0 || !KafkaTopicHorizons.available()) {
+        return List.of(); // a pattern or assigned partitions: not read (docs/SPRING-BOOT.md, "Retention")
+      }
+      return KafkaTopicHorizons.read(consumerConfig, List.of(topics), unreadable);
+    }
+
     /** The consumer's configuration: the factory's, overridden by the container's properties. */
     private static Map<String, Object> consumerConfig(MessageListenerContainer container,
         @Nullable ConsumerFactory<?, ?> factory) {

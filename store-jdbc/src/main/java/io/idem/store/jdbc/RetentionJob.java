@@ -250,6 +250,21 @@ public final class RetentionJob implements AutoCloseable {
     }
   }
 
+  /**
+   * Checks {@code retention} against {@code horizons} by the rule {@link Builder#build()} applies
+   * (each horizon read once; the window strictly longer than every bounded one; an unbounded one
+   * refused unless {@code acceptReplaysBeyondWindow}), for a job built without horizons whose
+   * sources are known only later (the Spring Boot starter reads its listeners' topics at start-up).
+   *
+   * @return the horizons read
+   * @throws IllegalStateException naming the window, the horizon, the source and the fix
+   */
+  public static List<Horizon> checkWindow(Duration retention, List<RedeliveryHorizon> horizons,
+      boolean acceptReplaysBeyondWindow) {
+    return HorizonCheck.check(Objects.requireNonNull(retention, "retention"), List.copyOf(horizons),
+        acceptReplaysBeyondWindow);
+  }
+
   /** The horizons read at {@link Builder#build()}. */
   public List<Horizon> horizons() {
     return horizons;
