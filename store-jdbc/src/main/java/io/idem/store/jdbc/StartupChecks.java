@@ -105,7 +105,7 @@ final class StartupChecks {
    */
   static boolean run(SqlSession session, String namespace, TableName table, Dialect dialect) {
     requireOwnTransaction(session, namespace);
-    boolean deadLetters = requireTable(session, namespace, table);
+    boolean deadLetters = requireTable(session, namespace, table, dialect);
     if (dialect == Dialect.MARIADB) {
       requireMariaDbRules(session, namespace, table);
     }
@@ -212,32 +212,34 @@ final class StartupChecks {
     }
   }
 
-  private static boolean requireTable(SqlSession session, String namespace, TableName table) {
+  private static boolean requireTable(
+      SqlSession session, String namespace, TableName table, Dialect dialect) {
+    String script = script(dialect, "V1__processed_events.sql");
     Map<String, Object> name = table.params();
     String what = "could not verify processed-events table " + table.qualified();
     List<String> columns = query(() -> session.selectList(namespace + ".columns", name), what);
     if (columns.isEmpty()) {
-      probe(session, namespace, table); // says why: missing, unusable name, no privilege, …
-      throw missing(table, null);
+      probe(session, namespace, table, script); // says why: missing, unusable name, no privilege, …
+      throw missing(table, null, script);
     }
     List<String> missing = COLUMNS.stream().filter(c -> !columns.contains(c)).toList();
     if (!missing.isEmpty()) {
       throw new IllegalStateException("table " + table.qualified() + " exists but is not an Idem"
           + " processed-events table: it has no column " + String.join(", ", missing) + "; create it"
-          + " with " + MIGRATION_RESOURCE);
+          + " with " + script);
     }
     Boolean keyed = query(() -> session.selectOne(namespace + ".conflictKey", name), what);
     if (!Boolean.TRUE.equals(keyed)) {
       throw new IllegalStateException("table " + table.qualified() + " has no PRIMARY KEY or UNIQUE"
           + " constraint on exactly (consumer_group, idempotency_key) (not deferrable, not partial),"
           + " so the claim's ON CONFLICT could not detect a duplicate; create the table with "
-          + MIGRATION_RESOURCE);
+          + script);
     }
-    probe(session, namespace, table); // the store's own statement: privileges, name usable
-    return deadLetterColumns(table, columns);
+    probe(session, namespace, table, script); // the store's own statement: privileges, name usable
+    return deadLetterColumns(table, columns, script);
   }
 
-  private static boolean deadLetterColumns(TableName table, List<String> columns) {
+  private static boolean deadLetterColumns(TableName table, List<String> columns, String script) {
     List<String> absent = DEAD_LETTER_COLUMNS.stream().filter(c -> !columns.contains(c)).toList();
     if (absent.isEmpty()) {
       return true;
@@ -245,17 +247,17 @@ final class StartupChecks {
     if (absent.size() < DEAD_LETTER_COLUMNS.size()) {
       throw new IllegalStateException("table " + table.qualified() + " has only some of the"
           + " dead-letter decision columns (no " + String.join(", ", absent) + "); apply "
-          + MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+          + script.replace("V1__processed_events.sql", "V3__processed_events_dead_letters.sql"));
     }
     LOG.warn("processed-events table {} has no dead-letter decision columns, so a message"
         + " dead-lettered just before a crash may be processed again and dead-lettered twice; apply {}"
         + " (or build the store with createTableIfMissing(true))", table.qualified(),
-        MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+        script.replace("V1__processed_events.sql", "V3__processed_events_dead_letters.sql"));
     return false;
   }
 
   /** Reads the table through the store's own statement, and says what its failure means. */
-  private static void probe(SqlSession session, String namespace, TableName table) {
+  private static void probe(SqlSession session, String namespace, TableName table, String script) {
     try {
       session.selectOne(namespace + ".exists", Map.of("consumerGroup", "idem-verify", "key", "idem-verify"));
     } catch (RuntimeException e) {
@@ -264,7 +266,7 @@ final class StartupChecks {
       SQLException sql = Dialect.find(e, x -> x.getErrorCode() != 0);
       int code = sql == null ? 0 : sql.getErrorCode(); // MariaDB's error code; pgjdbc's are 0
       if ("42P01".equals(state) || "3F000".equals(state) || code == 1146 || code == 1049) {
-        throw missing(table, e);
+        throw missing(table, e, script);
       }
       if (code == 1064) {
         throw new IllegalArgumentException("tableName '" + qualified + "' cannot be used as an unquoted"
@@ -272,7 +274,7 @@ final class StartupChecks {
       }
       if (code == 1054) {
         throw new IllegalStateException("table " + qualified + " exists but is not an Idem processed-events"
-            + " table (" + TransientFailures.rootMessage(e) + "); see " + MIGRATION_RESOURCE, e);
+            + " table (" + TransientFailures.rootMessage(e) + "); see " + script, e);
       }
       if (code == 1142 || code == 1044) {
         throw new IllegalStateException("no privilege on processed-events table " + qualified + ": "
@@ -284,7 +286,7 @@ final class StartupChecks {
       }
       if ("42703".equals(state)) {
         throw new IllegalStateException("table " + qualified + " exists but is not an Idem processed-events"
-            + " table (" + TransientFailures.rootMessage(e) + "); see " + MIGRATION_RESOURCE, e);
+            + " table (" + TransientFailures.rootMessage(e) + "); see " + script, e);
       }
       if ("42501".equals(state)) {
         throw new IllegalStateException("no privilege on processed-events table " + qualified + ": "
@@ -294,10 +296,16 @@ final class StartupChecks {
     }
   }
 
-  private static IllegalStateException missing(TableName table, @Nullable Throwable cause) {
+  private static IllegalStateException missing(
+      TableName table, @Nullable Throwable cause, String script) {
     return new IllegalStateException("processed-events table " + table.qualified() + " does not exist:"
-        + " apply " + MIGRATION_RESOURCE + " with your migration tool, or build the store with"
+        + " apply " + script + " with your migration tool, or build the store with"
         + " createTableIfMissing(true)", cause);
+  }
+
+  /** The classpath location of {@code dialect}'s script {@code file}. */
+  static String script(Dialect dialect, String file) {
+    return dialect.migrations() + "/" + file;
   }
 
   static <T> T query(Supplier<T> query, String what) {
