@@ -35,7 +35,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The processed-events store on MyBatis and PostgreSQL. Each
+ * The processed-events store on MyBatis and PostgreSQL or MariaDB ({@link Dialect}, read from the
+ * JDBC metadata at {@link Builder#build()}; what differs on MariaDB — the claim, the lock wait, the
+ * retried errors, the check after the handler — is tabled in docs/STORE.md, "Databases"; the rest
+ * of this page describes PostgreSQL). Each
  * {@link #inTransaction(TransactionWork)} opens one {@link SqlSession} of the application's
  * {@link SqlSessionFactory} (auto-commit off), hands it to the work — the pipeline's claim and the
  * {@link io.idem.MessageHandler}, whose mapper calls therefore join the same transaction — and
@@ -955,6 +958,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
      * it). Not thread-safe, like the whole builder.
      *
      * @throws NullPointerException when {@code value} is null
+     * <p>On MariaDB it is {@code innodb_lock_wait_timeout} for the claim's statement alone
+     * ({@code SET STATEMENT … FOR INSERT …}, no round trip), in whole seconds rounded up; the
+     * handler's statements keep the session's own value, and a 1205 there is a transaction retry
+     * too (docs/FAILURES.md).
+     *
      * @throws IllegalArgumentException when it is negative or longer than PostgreSQL's limit
      *     (2,147,483,647 ms)
      */
