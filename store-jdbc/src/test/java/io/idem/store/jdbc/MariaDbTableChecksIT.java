@@ -47,6 +47,15 @@ class MariaDbTableChecksIT {
   }
 
   @Test
+  void theScriptsRunAgainOnTheirOwnTablesAndFromADataSource() {
+    ProcessedEventsSchema.apply(pool, "twice");
+    ProcessedEventsSchema.apply(pool, "twice"); // IF NOT EXISTS throughout: nothing changes
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(sessions)
+        .tableName("twice").createTableIfMissing(true).build();
+    assertThat(store.dialect()).isEqualTo(Dialect.MARIADB);
+  }
+
+  @Test
   void aCaseInsensitiveKeyCollationIsRefused() throws Exception {
     StoreTests.execute(pool, table("ci_keys",
         "consumer_group varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL,"
