@@ -104,6 +104,14 @@ public enum Dialect {
     if (dialect == MARIADB) {
       int major = metadata.getDatabaseMajorVersion();
       int minor = metadata.getDatabaseMinorVersion();
+      // MariaDB before 11 announces itself as "5.5.5-10.11.6-MariaDB" to MySQL clients (a
+      // replication-compatibility prefix), which MySQL Connector/J reports as version 5.5
+      java.util.regex.Matcher real = java.util.regex.Pattern.compile("^5\\.5\\.5-(\\d+)\\.(\\d+)")
+          .matcher(version);
+      if (real.find()) {
+        major = Integer.parseInt(real.group(1));
+        minor = Integer.parseInt(real.group(2));
+      }
       if (major < 10 || (major == 10 && minor < 6)) {
         throw new IllegalStateException("the SqlSessionFactory's database is MariaDB " + version
             + ", older than the store supports (" + supported() + "): it needs 10.6 for FOR UPDATE"

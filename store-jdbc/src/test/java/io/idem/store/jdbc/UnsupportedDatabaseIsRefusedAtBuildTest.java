@@ -1,5 +1,6 @@
 package io.idem.store.jdbc;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.PrintWriter;
@@ -56,6 +57,20 @@ class UnsupportedDatabaseIsRefusedAtBuildTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("MariaDB 10.5.23-MariaDB")
         .hasMessageContaining("SKIP LOCKED");
+  }
+
+  @Test
+  void mariaDbIsKnownAlsoThroughMySqlsDriver() throws Exception {
+    // MySQL Connector/J names a MariaDB 10 server "MySQL", version "5.5.5-10.11.6-MariaDB"
+    SqlSessionFactory mariadb = database("MySQL", "5.5.5-10.11.6-MariaDB", 5, 5);
+    try (var session = mariadb.openSession()) {
+      assertThat(Dialect.of(session.getConnection().getMetaData())).isEqualTo(Dialect.MARIADB);
+    }
+    SqlSessionFactory old = database("MySQL", "5.5.5-10.5.23-MariaDB", 5, 5);
+    try (var session = old.openSession()) {
+      assertThatThrownBy(() -> Dialect.of(session.getConnection().getMetaData()))
+          .hasMessageContaining("5.5.5-10.5.23-MariaDB").hasMessageContaining("older");
+    }
   }
 
   @Test
