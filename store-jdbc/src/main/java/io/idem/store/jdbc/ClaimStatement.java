@@ -38,6 +38,11 @@ import org.jspecify.annotations.Nullable;
  * handler's statements; a lock timeout there is the handler's failure, not a retry of the
  * transaction.
  *
+ * <p>On MariaDB ({@link Dialect#MARIADB}) the claim is a plain {@code INSERT} under {@code SET
+ * STATEMENT innodb_lock_wait_timeout = n FOR}, a duplicate key (1062) answered by a locking read of
+ * the stored fingerprint, and {@link #claimAll} one such claim per distinct key in (group, key)
+ * order (docs/STORE.md, "Databases").
+ *
  * <p>Immutable and thread-safe; the session passed in belongs to the calling thread.
  */
 final class ClaimStatement {
@@ -168,7 +173,8 @@ final class ClaimStatement {
       claim.setBytes(4, fingerprint);
       int inserted = claim.executeUpdate();
       if (inserted != 1) {
-        // a trigger or rule that discarded the row: never a duplicate (the probe refuses it)
+        // no row and no error (nothing InnoDB does; a storage engine that discards rows): the
+        // start-up probe refuses such a table, as on PostgreSQL
         return new Answer(false, 0, true, null, true);
       }
       return new Answer(true, 0, true, null);
