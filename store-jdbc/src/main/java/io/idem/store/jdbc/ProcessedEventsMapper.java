@@ -94,6 +94,9 @@ final class ProcessedEventsMapper {
    * unmarked statements and every other element stay. The DOCTYPE is kept (MyBatis validates).
    */
   static String forDatabase(String xml, String databaseId) {
+    if (!xml.contains("databaseId=")) {
+      return xml; // nothing to choose (the outbox's mapper): the text as it is
+    }
     try {
       DocumentBuilderFactory factory = DocumentBuilderFactory.newInstance();
       factory.setValidating(false);
