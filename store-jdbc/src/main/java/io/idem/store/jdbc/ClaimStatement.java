@@ -45,7 +45,6 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Immutable and thread-safe; the session passed in belongs to the calling thread.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 final class ClaimStatement {
   /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
   private static final String LOCK_NOT_AVAILABLE = "55P03";
@@ -343,6 +342,15 @@ final class ClaimStatement {
    * @throws RuntimeException (MyBatis' PersistenceException, or an {@link SQLException} wrapped)
    *     on any other database failure
    */
+  /** The index of {@code key}'s first occurrence in the batch (every key of the batch is in {@code firsts}). */
+  private static int first(Map<KeyOf, Integer> firsts, KeyOf key) {
+    Integer index = firsts.get(key);
+    if (index == null) {
+      throw new IllegalStateException("key " + key + " is not in the batch");
+    }
+    return index;
+  }
+
   List<ClaimResult> claimAll(SqlSession transaction, List<IdempotencyKey> keys, List<byte[]> fingerprints) {
     TreeMap<KeyOf, Integer> firsts = new TreeMap<>();
     for (int i = 0; i < keys.size(); i++) {
@@ -354,9 +362,9 @@ final class ClaimStatement {
     List<KeyOf> distinct = new ArrayList<>(firsts.keySet());
     Map<String, Object> params = arrays(transaction, distinct);
     params.put("sources", array(transaction, "text",
-        distinct.stream().map(k -> keys.get(firsts.get(k)).source().name()).toArray(String[]::new)));
+        distinct.stream().map(k -> keys.get(first(firsts, k)).source().name()).toArray(String[]::new)));
     params.put("fingerprints", array(transaction, "bytea",
-        distinct.stream().map(k -> fingerprints.get(firsts.get(k))).toArray(byte[][]::new)));
+        distinct.stream().map(k -> fingerprints.get(first(firsts, k))).toArray(byte[][]::new)));
     params.put("lockTimeout", lockTimeout);
     List<Map<String, Object>> rows =
         select(transaction, claimAllStatement, params, distinct.size() + " keys (one batch)");
@@ -364,11 +372,11 @@ final class ClaimStatement {
     Map<KeyOf, byte[]> stored = new HashMap<>();
     OpenTransaction open = GuardedSession.transactionOf(transaction);
     for (Map<String, Object> row : rows) {
-      KeyOf k = new KeyOf((String) row.get("consumerGroup"), (String) row.get("key"));
+      KeyOf k = new KeyOf(Rows.required(row, "consumerGroup", String.class), Rows.required(row, "key", String.class));
       if (Boolean.TRUE.equals(row.get("inserted"))) {
         inserted.add(k);
         if (open != null) {
-          open.claimed(((Number) row.get("txid")).longValue(), k.group(), k.value());
+          open.claimed(Rows.requiredLong(row, "txid"), k.group(), k.value());
         }
       } else {
         stored.put(k, (byte[]) row.get("stored"));
@@ -381,14 +389,14 @@ final class ClaimStatement {
       // predates the wait), or were purged in between: read again with a new snapshot.
       for (Map<String, Object> row : transaction.<Map<String, Object>>selectList(
           fingerprintsStatement, arrays(transaction, waitedFor))) {
-        stored.put(new KeyOf((String) row.get("consumerGroup"), (String) row.get("key")),
+        stored.put(new KeyOf(Rows.required(row, "consumerGroup", String.class), Rows.required(row, "key", String.class)),
             (byte[]) row.get("stored"));
       }
     }
     List<ClaimResult> results = new ArrayList<>(keys.size());
     for (int i = 0; i < keys.size(); i++) {
       KeyOf k = KeyOf.of(keys.get(i));
-      int first = firsts.get(k);
+      int first = first(firsts, k);
       if (inserted.contains(k)) {
         results.add(first == i ? ClaimResult.CLAIMED : compare(fingerprints.get(first), fingerprints.get(i)));
       } else {

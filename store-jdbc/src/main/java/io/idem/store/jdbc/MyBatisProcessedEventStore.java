@@ -99,7 +99,6 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class MyBatisProcessedEventStore implements ProcessedEventStore<SqlSession> {
   private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
 
@@ -755,8 +754,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       return null;
     }
     return new DeadLetterDecision(
-        DeadLetterCause.valueOf((String) row.get("cause")),
-        (String) row.get("detail"),
+        DeadLetterCause.valueOf(Rows.required(row, "cause", String.class)),
+        Rows.required(row, "detail", String.class),
         (String) row.get("exceptionClass"),
         (String) row.get("brokerMessageId"));
   }

@@ -83,7 +83,6 @@ import org.slf4j.LoggerFactory;
  * leaseDuration} above the time a batch takes to publish (the relay stops publishing a batch once
  * half of its lease has passed, and leaves the rest due).
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class OutboxRelay implements AutoCloseable {
   /** Default rows per batch (one claim, one mark): {@value}. */
   public static final int DEFAULT_BATCH_SIZE = 100;
@@ -484,10 +483,13 @@ public final class OutboxRelay implements AutoCloseable {
     try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
       Map<String, Object> row = session.selectOne(outbox.namespace(session) + ".stats");
       session.rollback();
-      OffsetDateTime now = (OffsetDateTime) row.get("now");
-      OffsetDateTime oldest = (OffsetDateTime) row.get("oldest");
-      OutboxStats stats = new OutboxStats((Long) row.get("backlog"),
-          oldest == null ? Duration.ZERO : Duration.between(oldest, now), (Long) row.get("parked"),
+      if (row == null) {
+        throw new IllegalStateException("the outbox stats query of " + tableName() + " returned no row");
+      }
+      OffsetDateTime now = Rows.required(row, "now", OffsetDateTime.class);
+      OffsetDateTime oldest = Rows.optional(row, "oldest", OffsetDateTime.class);
+      OutboxStats stats = new OutboxStats(Rows.requiredLong(row, "backlog"),
+          oldest == null ? Duration.ZERO : Duration.between(oldest, now), Rows.requiredLong(row, "parked"),
           published.get(), failures.get(), now.toInstant());
       lastStats.set(stats);
       return stats;
@@ -501,7 +503,7 @@ public final class OutboxRelay implements AutoCloseable {
    * #isRunning()} and {@link #health()} say so.
    */
   public OutboxStats lastStats() {
-    OutboxStats s = lastStats.get();
+    OutboxStats s = Objects.requireNonNull(lastStats.get(), "lastStats"); // set at construction
     return new OutboxStats(s.backlog(), s.oldestUnsentAge(), s.parked(), published.get(),
         failures.get(), s.readAt());
   }
@@ -642,11 +644,11 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   private OutboxMessage message(Map<String, Object> row) {
-    return new OutboxMessage((Long) row.get("id"), (String) row.get("key"),
-        (String) row.get("destination"), (String) row.get("orderingKey"),
-        (byte[]) row.get("payload"), Outbox.headersFromJson((String) row.get("headers")),
-        (Integer) row.get("attempts") + 1, ((OffsetDateTime) row.get("enqueuedAt")).toInstant(),
-        (String) row.get("traceparent"));
+    return new OutboxMessage(Rows.requiredLong(row, "id"), Rows.required(row, "key", String.class),
+        Rows.required(row, "destination", String.class), Rows.optional(row, "orderingKey", String.class),
+        Rows.required(row, "payload", byte[].class), Outbox.headersFromJson(Rows.required(row, "headers", String.class)),
+        (int) Rows.requiredLong(row, "attempts") + 1, Rows.required(row, "enqueuedAt", OffsetDateTime.class).toInstant(),
+        Rows.optional(row, "traceparent", String.class));
   }
 
   private static String abbreviate(String text, int max) {

@@ -46,7 +46,6 @@ import org.slf4j.LoggerFactory;
  * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #stop()} or {@link #close()}
  * with them. Thread-safe.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class RetentionJob implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RetentionJob.class);
   /** First key of the advisory lock; the second is {@code hashtext('<table>')}. */
@@ -230,7 +229,10 @@ public final class RetentionJob implements AutoCloseable {
     params.put("before", Timestamp.from(cutoff));
     params.put("maxRows", batchSize);
     Map<String, Object> row = inSession(s -> s.selectOne(namespace + ".purgeBatch", params));
-    return new Batch(Boolean.TRUE.equals(row.get("held")), ((Number) row.get("deleted")).intValue());
+    if (row == null) {
+      throw new IllegalStateException("the purge statement of " + store.tableName() + " returned no row");
+    }
+    return new Batch(Boolean.TRUE.equals(row.get("held")), (int) Rows.requiredLong(row, "deleted"));
   }
 
   /**
