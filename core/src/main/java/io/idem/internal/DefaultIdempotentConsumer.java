@@ -355,12 +355,19 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     if (naturallyIdempotent || !message.unaccountedRedelivery()) {
       return new Attempt(message.deliveryAttempt(), false, false);
     }
-    int started = store.startAttempt(key);
+    int started = store.startAttempt(key); // counted runs, this one included
     if (started <= 0) { // the store keeps no counts
       return new Attempt(message.deliveryAttempt(), false, false);
     }
-    int number = started == Integer.MAX_VALUE ? started : started + 1;
-    return new Attempt(number, true, number > retryPolicy.maxAttempts());
+    // The first delivery wrote nothing: it may have died in its handler, or have been only
+    // prefetched (released by a clean close, or by a consumer that died in another message's
+    // handler). Deciding before the handler, it is counted as a death (the "+ 1"), but only once
+    // a counted run ended without an outcome (started >= 2): the first counted run always runs,
+    // so a message that never reached a handler is never refused unrun. A handler failure is
+    // charged the certain runs only (started), as the same failure without a restart would be.
+    int withFirst = started == Integer.MAX_VALUE ? started : started + 1;
+    boolean exhausted = started >= 2 && withFirst > retryPolicy.maxAttempts();
+    return new Attempt(exhausted ? withFirst : started, true, exhausted);
   }
 
   /**
@@ -373,8 +380,9 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     DeadLetterReason reason = new DeadLetterReason(
         DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
         "the handler was started " + (attempt - 1) + " time(s) for this message without an outcome"
-            + " (the process died, or an Error stopped the consumer, during each run) and"
-            + " maxAttempts is " + retryPolicy.maxAttempts() + "; not run again",
+            + " (the process died, or an Error stopped the consumer, during each run; its first"
+            + " delivery is one of them whether or not it reached a handler, which Idem cannot tell)"
+            + " and maxAttempts is " + retryPolicy.maxAttempts() + "; not run again",
         consumerGroup,
         key.value(),
         attempt,

@@ -111,19 +111,70 @@ class AttemptsPipelineTest {
   }
 
   @Test
-  void aCountedHandlerFailureTakesItsAttemptFromTheCount() {
+  void aCountedHandlerFailureIsChargedTheCountedRuns() {
     AtomicInteger failures = new AtomicInteger();
     MessageHandler<InMemoryTransaction> failing = (m, tx) -> {
       failures.incrementAndGet();
       throw new IllegalStateException("boom");
     };
     IdempotencyKey key = new IdempotencyKey("billing", "f", KeySource.HEADER);
-    store.startAttempt(key); // one death before: this delivery is attempt 3
+    store.startAttempt(key); // one counted run died before: this failing run is attempt 2 of 3
     RecordingAcknowledgement ack = new RecordingAcknowledgement();
-    assertThat(pipeline(failing).process(delivery("f", true, 2), ack)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
-    assertThat(ack.reason.cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
-    assertThat(ack.reason.attempt()).isEqualTo(3);
+    assertThat(pipeline(failing).process(delivery("f", true, 2), ack))
+        .as("attempt 2 (the counted runs), not 3 (the uncertain first delivery too)")
+        .isEqualTo(ProcessingOutcome.RETRY);
     assertThat(failures).hasValue(1);
+    assertThat(store.attempts(key)).as("kept: the next flagged delivery counts on").isEqualTo(2);
+  }
+
+  /**
+   * A delivery released unstarted — prefetched by a consumer that was closed cleanly, or that died
+   * in another message's handler — comes back flagged as a possible redelivery. Its first counted
+   * run always runs, and a failure of it is its attempt 1, as without the restart: with
+   * maxAttempts 1 it is applied (not refused unrun), with maxAttempts 2 a first failure is retried.
+   */
+  @Test
+  void aDeliveryReleasedUnstartedIsNeitherRefusedUnrunNorChargedAnAttemptItNeverHad() {
+    RetryPolicy oneAttempt = RetryPolicy.builder().maxAttempts(1).initialBackoff(Duration.ofMillis(100))
+        .maxBackoff(Duration.ofSeconds(1)).jitter(0).build();
+    RecordingAcknowledgement applied = new RecordingAcknowledgement();
+    assertThat(IdempotentConsumer.builder(store).consumerGroup("billing").handler(killsOnPoison)
+        .retryPolicy(oneAttempt).build().process(delivery("released", true, 2), applied))
+        .isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(effects).containsExactly("released");
+
+    RetryPolicy twoAttempts = RetryPolicy.builder().maxAttempts(2).initialBackoff(Duration.ofMillis(100))
+        .maxBackoff(Duration.ofSeconds(1)).jitter(0).build();
+    AtomicInteger failures = new AtomicInteger();
+    MessageHandler<InMemoryTransaction> failsOnce = (m, tx) -> {
+      if (failures.getAndIncrement() == 0) {
+        throw new IllegalStateException("a first failure");
+      }
+    };
+    RecordingAcknowledgement retried = new RecordingAcknowledgement();
+    assertThat(IdempotentConsumer.builder(store).consumerGroup("billing").handler(failsOnce)
+        .retryPolicy(twoAttempts).build().process(delivery("flaky", true, 2), retried))
+        .as("attempt 1 of 2, not 2 of 2").isEqualTo(ProcessingOutcome.RETRY);
+  }
+
+  /**
+   * With maxAttempts 1 a process-killing message gets two deaths, not one: its first counted run
+   * always runs, since Idem cannot tell a first delivery that died from one only prefetched.
+   */
+  @Test
+  void withOneAttemptAProcessKillingMessageIsDeadLetteredAfterTwoDeaths() {
+    RetryPolicy oneAttempt = RetryPolicy.builder().maxAttempts(1).initialBackoff(Duration.ofMillis(100))
+        .maxBackoff(Duration.ofSeconds(1)).jitter(0).build();
+    java.util.function.Supplier<IdempotentConsumer<InMemoryTransaction>> restarted = () ->
+        IdempotentConsumer.builder(store).consumerGroup("billing").handler(killsOnPoison).retryPolicy(oneAttempt).build();
+    assertThatThrownBy(() -> restarted.get().process(delivery("poison", false, 1), new RecordingAcknowledgement()))
+        .isInstanceOf(OutOfMemoryError.class);
+    assertThatThrownBy(() -> restarted.get().process(delivery("poison", true, 2), new RecordingAcknowledgement()))
+        .isInstanceOf(OutOfMemoryError.class);
+    RecordingAcknowledgement ack = new RecordingAcknowledgement();
+    assertThat(restarted.get().process(delivery("poison", true, 2), ack)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
+    assertThat(runs).hasValue(2);
+    assertThat(ack.reason.cause()).isEqualTo(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED);
   }
 
   @Test
