@@ -188,7 +188,8 @@ public final class CrashMatrix {
             lives.add(new CrashMatrixReport.Life(label, null, null, child.lines()));
             problems.add(label + " did not settle every message within " + b.timeout + ": " + state.describe()
                 + "; destroyed");
-            break;
+            return collect(name, group, run, keys, poisonKey, harness, effects, doubled, missing, deadLetters,
+                lives, problems, false);
           }
           child.requestStop();
           Integer status = child.waitFor(b.timeout);
@@ -236,14 +237,31 @@ public final class CrashMatrix {
     }
   }
 
+  /**
+   * Waits until the child died, or settled everything, or went idle: nothing pending on the broker
+   * and no output line for {@link Builder#idle} — nothing more will come (a lost message); the
+   * evaluation then names what is missing. False only when the child died or the timeout passed.
+   */
   private boolean awaitDeathOrSettled(CrashMatrixChildProcess child, Lives state) {
     long deadline = System.nanoTime() + b.timeout.toNanos();
+    int lastLines = -1;
+    long quietSince = System.nanoTime();
     while (System.nanoTime() < deadline) {
       if (!child.isAlive()) {
         return false;
       }
-      if (child.printed(CrashMatrixChild.READY) && state.settled()) {
-        return true;
+      if (child.printed(CrashMatrixChild.READY)) {
+        int lines = child.lines().size();
+        if (lines != lastLines) {
+          lastLines = lines;
+          quietSince = System.nanoTime();
+        }
+        if (state.settled()) {
+          return true;
+        }
+        if (System.nanoTime() - quietSince > b.idle.toNanos() && state.harness.pendingCount() == 0) {
+          return true; // idle: nothing pending, nothing happening
+        }
       }
       try {
         Thread.sleep(b.pollInterval.toMillis());
@@ -397,6 +415,7 @@ public final class CrashMatrix {
     private int maxAttempts = 3;
     private Duration timeout = Duration.ofSeconds(60);
     private Duration pollInterval = Duration.ofMillis(200);
+    private Duration idle = Duration.ofSeconds(5);
     private String keyHeader = IdempotencyKeyExtractor.DEFAULT_HEADER;
     private Function<String, byte[]> payload =
         key -> ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
@@ -487,6 +506,16 @@ public final class CrashMatrix {
     /** How long each child life may take to crash, to settle, or to stop; default 60 s. */
     public Builder timeout(Duration value) {
       this.timeout = Objects.requireNonNull(value, "timeout");
+      return this;
+    }
+
+    /**
+     * How long a child with nothing pending on the broker may print nothing before the runner
+     * takes it that nothing more will come (a lost message) and evaluates; default 5 s. Longer
+     * than the consumer's retry backoff.
+     */
+    public Builder idle(Duration value) {
+      this.idle = Objects.requireNonNull(value, "idle");
       return this;
     }
 
