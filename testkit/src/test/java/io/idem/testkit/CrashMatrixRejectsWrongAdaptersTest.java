@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The crash matrix's self-test, on a broker that is a PostgreSQL table ({@link TableBroker}): a
- * right adapter passes the crash points, one that acks before the commit fails with the keys a
- * crash lost. The poison is not run here: the self-test's store does not count attempts.
+ * right adapter passes the crash points and the process-killing message, one that acks before
+ * the commit fails with the key a crash lost, one that does not flag redeliveries lets the poison
+ * kill every life.
  */
 class CrashMatrixRejectsWrongAdaptersTest {
   private static com.zaxxer.hikari.HikariDataSource dataSource;
@@ -47,14 +48,29 @@ class CrashMatrixRejectsWrongAdaptersTest {
   }
 
   @Test
-  void aRightAdapterPassesEveryCrashPoint() {
-    CrashMatrixReport report = matrix(TableBroker.Correct.class).run();
+  void aRightAdapterPassesEveryCrashPointAndTheProcessKillingMessage() {
+    CrashMatrixReport report = matrix(TableBroker.Correct.class).poisonMessage(true).run();
 
     report.assertPassed();
-    assertThat(report.points()).hasSize(4).allSatisfy(p -> {
+    assertThat(report.points()).hasSize(5);
+    assertThat(report.points().subList(0, 4)).allSatisfy(p -> {
       assertThat(p.crashes()).as(p.name()).isEqualTo(1);
       assertThat(p.effects()).as(p.name()).hasSize(20).allSatisfy((k, n) -> assertThat(n).isEqualTo(1));
     });
+    CrashMatrixReport.Point poison = report.point(CrashMatrix.POISON);
+    assertThat(poison.crashes()).as("deaths: the first delivery, then two counted ones").isEqualTo(3);
+    assertThat(poison.deadLetters()).singleElement()
+        .satisfies(l -> assertThat(l.cause()).isEqualTo("MAX_ATTEMPTS_EXCEEDED"));
+  }
+
+  @Test
+  void anAdapterThatDoesNotFlagRedeliveriesLetsTheProcessKillingMessageLoop() {
+    CrashMatrixReport report = matrix(TableBroker.NoRedeliveryFlag.class)
+        .points().poisonMessage(true).run();
+
+    CrashMatrixReport.Point poison = report.point(CrashMatrix.POISON);
+    assertThat(poison.crashes()).isEqualTo(4);
+    assertThat(report.problems()).anyMatch(p -> p.contains("killed the consumer 4 times and was not dead-lettered"));
   }
 
   @Test

@@ -2,9 +2,12 @@ package io.idem.testkit;
 
 import io.idem.BrokerConsumer;
 import io.idem.DeadLetterReason;
+import io.idem.IdempotencyKey;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.ForwardingProcessedEventStore;
+import io.idem.spi.ProcessedEventStore;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -19,13 +22,16 @@ import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
+import org.apache.ibatis.session.SqlSessionFactory;
 
 /**
  * A broker that is a PostgreSQL table, so that it outlives the crash matrix's child JVMs without a
  * broker server: {@link CrashMatrixRejectsWrongAdaptersTest}'s adapter. A delivery leases a row
  * for {@value #LEASE_MILLIS} ms (a crashed consumer's rows come back after it) and counts it; an
  * ack marks the row done; a retry moves the lease; a dead letter copies the row into the
- * dead-letter table, then marks it done. {@link AcksBeforeCommit} is the wrong adapter.
+ * dead-letter table, then marks it done; a delivery after the first is flagged as a possible
+ * redelivery, and the store counts such runs. {@link AcksBeforeCommit} and {@link
+ * NoRedeliveryFlag} are the wrong adapters.
  */
 final class TableBroker {
   static final int LEASE_MILLIS = 2000;
@@ -34,6 +40,8 @@ final class TableBroker {
 
   static void createTables(DataSource dataSource) throws SQLException {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE IF NOT EXISTS crash_kit_attempts (grp text, k text, n int NOT NULL,"
+          + " PRIMARY KEY (grp, k))");
       s.execute("CREATE TABLE IF NOT EXISTS crash_kit_queue (id bigserial PRIMARY KEY, dest text NOT NULL,"
           + " names text[] NOT NULL, vals text[] NOT NULL, payload bytea NOT NULL,"
           + " deliveries int NOT NULL DEFAULT 0, lease_until timestamptz, done boolean NOT NULL DEFAULT false)");
@@ -147,14 +155,17 @@ final class TableBroker {
     private final String dest;
     private final IdempotentConsumer<SqlSession> pipeline;
     private final boolean acksBeforeCommit;
+    private final boolean flagsRedeliveries;
     private final Thread worker = new Thread(this::run, "table-broker-consumer");
     private volatile boolean running;
 
-    Consumer(DataSource dataSource, String dest, IdempotentConsumer<SqlSession> pipeline, boolean acksBeforeCommit) {
+    Consumer(DataSource dataSource, String dest, IdempotentConsumer<SqlSession> pipeline, boolean acksBeforeCommit,
+        boolean flagsRedeliveries) {
       this.dataSource = dataSource;
       this.dest = dest;
       this.pipeline = pipeline;
       this.acksBeforeCommit = acksBeforeCommit;
+      this.flagsRedeliveries = flagsRedeliveries;
     }
 
     @Override
@@ -213,7 +224,7 @@ final class TableBroker {
               .headers(headers(rs))
               .brokerMessageId(Long.toString(id))
               .deliveryAttempt(deliveries)
-              .unaccountedRedelivery(deliveries > 1)
+              .unaccountedRedelivery(flagsRedeliveries && deliveries > 1)
               .receivedAt(Instant.now())
               .build();
         }
@@ -306,14 +317,63 @@ final class TableBroker {
 
     @Override
     public BrokerConsumer start(CrashMatrixContext context) throws Exception {
-      return started(context, true);
+      return started(context, true, true);
+    }
+  }
+
+  /** A wrong one: never flags a delivery as a possible redelivery, so process deaths go uncounted. */
+  public static final class NoRedeliveryFlag implements CrashMatrixConsumerFactory {
+    public NoRedeliveryFlag() {}
+
+    @Override
+    public BrokerConsumer start(CrashMatrixContext context) throws Exception {
+      return started(context, false, false);
     }
   }
 
   private static BrokerConsumer started(CrashMatrixContext context, boolean acksBeforeCommit) throws Exception {
+    return started(context, acksBeforeCommit, true);
+  }
+
+  private static BrokerConsumer started(CrashMatrixContext context, boolean acksBeforeCommit, boolean flags)
+      throws Exception {
     Consumer consumer = new Consumer(context.dataSource(), context.destination(),
-        context.kitPipeline(new FakeAdapters.SqlStore(context.sessions())), acksBeforeCommit);
+        context.kitPipeline(countingStore(context.sessions())), acksBeforeCommit, flags);
     consumer.start();
     return consumer;
+  }
+
+  /** The kit's smallest SQL store plus attempt counts ({@code startAttempt}, {@code clearAttempts}). */
+  private static ProcessedEventStore<SqlSession> countingStore(SqlSessionFactory sessions) throws Exception {
+    return new ForwardingProcessedEventStore<SqlSession>(new FakeAdapters.SqlStore(sessions)) {
+      @Override
+      public int startAttempt(IdempotencyKey key) {
+        try (SqlSession s = sessions.openSession(true);
+            PreparedStatement ps = s.getConnection().prepareStatement(
+                "INSERT INTO crash_kit_attempts (grp, k, n) VALUES (?, ?, 1) ON CONFLICT (grp, k)"
+                    + " DO UPDATE SET n = crash_kit_attempts.n + 1 RETURNING n")) {
+          ps.setString(1, key.consumerGroup());
+          ps.setString(2, key.value());
+          try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+          }
+        } catch (SQLException e) {
+          throw new IllegalStateException(e);
+        }
+      }
+
+      @Override
+      public void clearAttempts(SqlSession transaction, IdempotencyKey key) {
+        try (PreparedStatement ps = transaction.getConnection().prepareStatement(
+            "DELETE FROM crash_kit_attempts WHERE grp = ? AND k = ?")) {
+          ps.setString(1, key.consumerGroup());
+          ps.setString(2, key.value());
+          ps.executeUpdate();
+        } catch (SQLException e) {
+          throw new IllegalStateException(e);
+        }
+      }
+    };
   }
 }
