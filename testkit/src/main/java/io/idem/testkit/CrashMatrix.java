@@ -415,7 +415,7 @@ public final class CrashMatrix {
     private int maxAttempts = 3;
     private Duration timeout = Duration.ofSeconds(60);
     private Duration pollInterval = Duration.ofMillis(200);
-    private Duration idle = Duration.ofSeconds(5);
+    private Duration idle = Duration.ofSeconds(10);
     private String keyHeader = IdempotencyKeyExtractor.DEFAULT_HEADER;
     private Function<String, byte[]> payload =
         key -> ("{\"key\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
@@ -511,7 +511,7 @@ public final class CrashMatrix {
 
     /**
      * How long a child with nothing pending on the broker may print nothing before the runner
-     * takes it that nothing more will come (a lost message) and evaluates; default 5 s. Longer
+     * takes it that nothing more will come (a lost message) and evaluates; default 10 s. Longer
      * than the consumer's retry backoff.
      */
     public Builder idle(Duration value) {
