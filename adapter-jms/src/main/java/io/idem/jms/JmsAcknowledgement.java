@@ -51,7 +51,10 @@ import org.slf4j.LoggerFactory;
  * Idem dead-letters at the lower of its {@code maxAttempts} and the broker's limit. That copy
  * carries no key and no exception class (the pipeline does not hand them to {@code retry}; the
  * original's properties, the key property among them, are on the copy), and the pipeline reports
- * the outcome as {@code RETRY} to its listeners.
+ * the outcome as {@code RETRY} to its listeners. A delivery whose count is {@linkplain
+ * #countInflated inflated} (raised by other messages' process deaths) is not charged with them: on
+ * the broker's last delivery {@link #retry(Duration)} leaves it in the session, and the worker
+ * runs it again after the backoff as the next attempt.
  *
  * <p>Store outages: a rollback or {@code recover()} raises {@code JMSXDeliveryCount}, and the
  * broker moves the message to its dead-letter address after {@code max-delivery-attempts}, so a
@@ -111,6 +114,9 @@ public final class JmsAcknowledgement implements Acknowledgement {
   private boolean inBatch;
   private @Nullable Duration retryAfter;
   private boolean deadLetteredAtBrokerLimit;
+  private Runnable beforeRetry = () -> { };
+  private boolean inflated;
+  private int brokerCount;
   private final SettlementRecord record = new SettlementRecord();
 
   /**
@@ -133,6 +139,7 @@ public final class JmsAcknowledgement implements Acknowledgement {
       String limitSource) {
     this.hold = hold;
     this.attempt = attempt;
+    this.brokerCount = attempt;
     this.brokerLimit = brokerLimit;
     this.consumerGroup = consumerGroup;
     this.limitSource = limitSource;
@@ -155,7 +162,38 @@ public final class JmsAcknowledgement implements Acknowledgement {
     return this;
   }
 
-  /** In batch mode, the backoff {@link #retry(Duration)} asked for; else {@code null}. */
+  /**
+   * Runs {@code action} in {@link #retry(Duration)} just before the rollback (or recover) that
+   * hands the failed delivery back, so that the worker remembers it failed before any worker can
+   * receive the redelivery ({@link JmsDeliveryAttempts#failed}). Not run in batch mode nor when the
+   * delivery is dead-lettered at the broker's limit.
+   */
+  JmsAcknowledgement beforeRetry(Runnable action) {
+    this.beforeRetry = java.util.Objects.requireNonNull(action, "action");
+    return this;
+  }
+
+  /**
+   * Marks the delivery's {@code JMSXDeliveryCount} as raised by more than its own handler runs
+   * ({@link JmsInboundMessage#countInflated()}: an unaccounted redelivery, whose count the
+   * deaths of messages prefetched with it raised too, or one whose count is above this life's
+   * attempt). On the broker's last delivery such a delivery is not dead-lettered at the broker's
+   * limit: {@link #retry(Duration)} keeps it in the session instead ({@link #retryAfter()}), so
+   * the broker never moves it and the pipeline's {@code maxAttempts} decides.
+   *
+   * @param count the delivery's {@code JMSXDeliveryCount}
+   */
+  JmsAcknowledgement countInflated(int count) {
+    this.inflated = true;
+    this.brokerCount = count;
+    return this;
+  }
+
+  /**
+   * The backoff {@link #retry(Duration)} asked for when it left the message in the session (batch
+   * mode; an {@linkplain #countInflated inflated} delivery on the broker's last delivery): the
+   * worker runs it again after the backoff, as the next attempt; else {@code null}.
+   */
   @Nullable Duration retryAfter() {
     return retryAfter;
   }
@@ -186,7 +224,9 @@ public final class JmsAcknowledgement implements Acknowledgement {
 
   /**
    * Rolls back (or recovers) the session after holding the message for {@code delay} (see the
-   * class description); on the broker's last delivery dead-letters it instead.
+   * class description); on the broker's last delivery dead-letters it instead, or — when its
+   * count is {@linkplain #countInflated inflated} — leaves it in the session for the worker to
+   * run again ({@link #retryAfter()}).
    *
    * @param delay the pipeline's backoff; held before the rollback only with
    *     {@link JmsConsumerConfig#holdForRetryBackoff()}
@@ -195,7 +235,8 @@ public final class JmsAcknowledgement implements Acknowledgement {
   @Override
   public void retry(Duration delay) {
     settleOnce();
-    if (attempt >= brokerLimit) {
+    boolean lastDelivery = Math.max(attempt, brokerCount) >= brokerLimit;
+    if (lastDelivery && !inflated) {
       deadLetteredAtBrokerLimit = true;
       moveToDeadLetterQueue(new DeadLetterReason(DeadLetterCause.MAX_ATTEMPTS_EXCEEDED,
           "handler failed on attempt " + attempt + ", the broker's last delivery: its"
@@ -207,11 +248,14 @@ public final class JmsAcknowledgement implements Acknowledgement {
       return;
     }
     LOG.debug("retry of a message of {} requested with a {} ms backoff", queue, delay.toMillis());
-    if (inBatch) {
+    if (inBatch || lastDelivery) {
+      // batch mode, or a count raised by other messages' deaths: a rollback would let the broker
+      // move it without a reason, so it is run again in this session, where the count stays
       retryAfter = java.util.Objects.requireNonNull(delay, "delay");
       return;
     }
     hold.accept(delay);
+    beforeRetry.run();
     try {
       if (mode == JmsSessionMode.TRANSACTED) {
         session.rollback();

@@ -57,11 +57,13 @@ final class JmsBatch {
   private final JmsConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
   private final JmsBrokerLimits limits;
+  private final JmsDeliveryAttempts attempts;
   private final String name;
   private final Worker worker;
 
-  JmsBatch(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, JmsBrokerLimits limits, String name,
-      Worker worker) {
+  JmsBatch(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, JmsBrokerLimits limits,
+      JmsDeliveryAttempts attempts, String name, Worker worker) {
+    this.attempts = attempts;
     this.config = config;
     this.pipeline = pipeline;
     this.limits = limits;
@@ -82,8 +84,11 @@ final class JmsBatch {
     int limit = limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE;
     for (Message message : received) {
       try {
-        pending.add(new Item(message,
-            JmsInboundMessage.of(message, config.queue(), Instant.now()).withBrokerAttemptLimit(limit)));
+        JmsInboundMessage inbound = JmsInboundMessage.of(message, config.queue(), Instant.now())
+            .withBrokerAttemptLimit(limit);
+        // a flagged delivery makes the pipeline take the batch one by one (docs/FAILURES.md)
+        pending.add(new Item(message, inbound.withAttempt(attempts.attempt(
+            inbound.brokerMessageId(), inbound.brokerDeliveryCount(), message.getJMSRedelivered()))));
       } catch (JMSException | RuntimeException e) {
         LOG.error("{}: could not read a message of a batch of {} from {}; the batch is rolled back and its"
             + " messages taken one by one, so the broker's max-delivery-attempts moves that one alone: {}",
@@ -92,6 +97,7 @@ final class JmsBatch {
         return End.UNREADABLE;
       }
     }
+    List<Item> all = List.copyOf(pending);
     BatchOrder order = config.concurrency() == 1 ? BatchOrder.ORDERED : BatchOrder.UNORDERED;
     boolean oneByOne = false; // after a handler failure: one run per attempt, not batch + redo
     while (true) {
@@ -99,10 +105,13 @@ final class JmsBatch {
       List<Acknowledgement> acknowledgements = new ArrayList<>(pending.size());
       List<JmsAcknowledgement> ours = new ArrayList<>(pending.size());
       for (Item item : pending) {
-        int attempt = item.inbound().deliveryAttempt();
+        JmsInboundMessage inbound = item.inbound();
         JmsAcknowledgement acknowledgement = new JmsAcknowledgement(session, config.sessionMode(), deadLetters,
-            item.message(), config.queue(), delay -> { }, attempt, limit, pipeline.consumerGroup(),
+            item.message(), config.queue(), delay -> { }, inbound.deliveryAttempt(), limit, pipeline.consumerGroup(),
             limits.source()).inBatch();
+        if (inbound.countInflated()) {
+          acknowledgement.countInflated(inbound.brokerDeliveryCount());
+        }
         messages.add(item.inbound());
         acknowledgements.add(acknowledgement);
         ours.add(acknowledgement);
@@ -134,17 +143,21 @@ final class JmsBatch {
         Duration retry = acknowledgement.retryAfter();
         Duration store = acknowledgement.record().heldForStore();
         if (retry != null) {
-          // a handler failure: run again in this session as the next attempt, no rollback
-          again.add(new Item(item.message(), item.inbound().withDeliveryAttempt(item.inbound().deliveryAttempt() + 1)));
+          // a handler failure: run again in this session as this life's next attempt, no rollback
+          again.add(new Item(item.message(), item.inbound().withDeliveryAttempt(item.inbound().inLifeAttempt() + 1)));
           wait = max(wait, retry);
         } else if (store != null) {
-          again.add(item); // the store is down: the same attempt again
+          // the store is down, or a transaction retry: the same delivery again, no longer flagged
+          again.add(new Item(item.message(), item.inbound().withDeliveryAttempt(item.inbound().inLifeAttempt())));
           wait = max(wait, store);
         }
       }
       oneByOne = ours.stream().anyMatch(a -> a.retryAfter() != null);
       if (again.isEmpty()) {
         settle(session, received.get(received.size() - 1));
+        for (Item settled : all) {
+          attempts.forget(settled.inbound().brokerMessageId());
+        }
         return End.DONE;
       }
       worker.holding(true);

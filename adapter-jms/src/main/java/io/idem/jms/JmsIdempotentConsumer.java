@@ -72,9 +72,25 @@ import org.slf4j.LoggerFactory;
  * <h2>Attempts, redelivery delay and dead letters: broker and {@link io.idem.RetryPolicy}</h2>
  *
  * <ul>
- *   <li>The attempt number is the broker's {@code JMSXDeliveryCount}: it counts every delivery,
- *       including ones after a crash. On ActiveMQ Artemis messages prefetched by the client and
- *       released unstarted at close do not raise it (measured on 2.56).
+ *   <li>The attempt number is the broker's {@code JMSXDeliveryCount} for a first delivery; a retry
+ *       after a handler failure in this consumer's life is counted by the consumer (one more than
+ *       the failed attempt). On ActiveMQ Artemis messages prefetched by the client and released
+ *       unstarted at close do not raise it (measured on 2.56); when the process dies, or the
+ *       connection breaks, the broker raises the count of every message the session held,
+ *       prefetched ones included.
+ *   <li>Process deaths (docs/FAILURES.md, "Attempts that survive the process"): a delivery the
+ *       broker marks as delivered before ({@code JMSRedelivered} or {@code JMSXDeliveryCount}
+ *       above 1) that this consumer did not see end — it never saw it (a restart, another
+ *       instance), or handed it to a handler and never saw that run's outcome — is flagged as
+ *       {@linkplain JmsInboundMessage#unaccountedRedelivery() unaccounted}, up to
+ *       {@value JmsDeliveryAttempts#CAPACITY} messages remembered per consumer. For those the
+ *       pipeline counts the attempt in the store before the handler runs and takes the attempt
+ *       from that count, not from {@code JMSXDeliveryCount}: a message that kills the process is
+ *       dead-lettered with {@code MAX_ATTEMPTS_EXCEEDED} after at most {@code maxAttempts} deaths,
+ *       and the messages prefetched with it are not charged for its deaths. In batch mode a
+ *       batch holding a flagged delivery is processed message by message. {@link #start()} logs a
+ *       WARN when the broker's {@code max-delivery-attempts} is not above {@code maxAttempts}: the
+ *       broker would then move such a message (and those prefetched with it) first.
  *   <li>Spacing: the JMS API has no per-message delay on rollback, and Artemis' default
  *       {@code redelivery-delay} is 0. With {@link JmsConsumerConfig#holdForRetryBackoff()} (the
  *       default) the worker holds the failed message in its open transaction for the pipeline's
@@ -94,11 +110,15 @@ import org.slf4j.LoggerFactory;
  *       same JMS transaction: atomic, with the reason. When the broker's limit is lower, the
  *       delivery at that limit is dead-lettered the same way instead of rolled back (see
  *       {@link JmsAcknowledgement}), so a failing handler is dead-lettered at the lower of the two
- *       ({@link #maxAttempts()}) and never by the broker.
+ *       ({@link #maxAttempts()}) and never by the broker. A delivery whose count other messages'
+ *       deaths raised (flagged as above, or above this consumer's attempt) is not dead-lettered
+ *       at the broker's limit: on the broker's last delivery it is retried inside its session
+ *       (held for the backoff, run again as the next attempt), until {@code maxAttempts}.
  *   <li>The broker's own limit stays the backstop for messages that never reach the pipeline's
- *       decision (a handler that crashes the JVM every time, an unreadable message): the broker
- *       then moves the message to its dead-letter address without Idem's reason. Set that address
- *       to the same queue as Idem's.
+ *       decision (an unreadable message; a handler that crashes the JVM when the broker's limit
+ *       is not above {@code maxAttempts}, or with a store that keeps no attempt counts): the
+ *       broker then moves the message to its dead-letter address without Idem's reason. Set that
+ *       address to the same queue as Idem's.
  *   <li>Database outages: the pipeline never dead-letters for a
  *       {@link io.idem.StoreUnavailableException}, and the worker does not roll back for one
  *       either (a rollback would raise {@code JMSXDeliveryCount} toward the broker's
@@ -165,6 +185,8 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
   private final List<Thread> threads = new ArrayList<>();
   private State state = State.NEW;
   private @Nullable JmsBrokerLimits limits;
+  /** What this consumer's workers saw of their deliveries: flags unaccounted redeliveries. */
+  private final JmsDeliveryAttempts attempts = new JmsDeliveryAttempts(JmsDeliveryAttempts.CAPACITY);
 
   private JmsIdempotentConsumer(JmsConsumerConfig config, IdempotentConsumer<?> pipeline) {
     this.config = config;
@@ -211,6 +233,17 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
       JmsBrokerLimits brokerLimits = JmsBrokerLimits.of(config);
       brokerLimits.requireNothingDropped(config, pipeline.retryPolicy().maxAttempts());
       limits = brokerLimits;
+      int idemMax = pipeline.retryPolicy().maxAttempts();
+      if (brokerLimits.limited() && brokerLimits.maxDeliveryAttempts() <= idemMax) {
+        LOG.warn("the broker's max-delivery-attempts for {} ({}) is not above the pipeline's maxAttempts"
+            + " ({}): a message whose handler kills the process is moved by the broker to '{}' after {}"
+            + " deaths, without Idem's reason, before Idem dead-letters it; the messages prefetched with"
+            + " it count each of its deaths too and may be moved with it, unprocessed. Set"
+            + " max-delivery-attempts above maxAttempts (well above it when several such messages may"
+            + " be in one consumer's prefetch window), or -1 ({})", config.queue(),
+            brokerLimits.maxDeliveryAttempts(), idemMax, brokerLimits.deadLetterAddress(),
+            brokerLimits.maxDeliveryAttempts(), brokerLimits);
+      }
       if (brokerLimits.deadLetterAddress() != null
           && !brokerLimits.deadLetterAddress().equals(config.deadLetterQueue())) {
         LOG.warn("the broker moves messages of {} it gives up on to '{}', Idem's dead letters go to"
@@ -218,7 +251,8 @@ public final class JmsIdempotentConsumer implements BrokerConsumer {
             config.deadLetterQueue(), brokerLimits);
       }
       for (int i = 0; i < config.concurrency(); i++) {
-        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i, brokerLimits);
+        JmsWorker worker = new JmsWorker(config, pipeline, "idem-jms-" + config.queue() + "-" + i, brokerLimits,
+            attempts);
         workers.add(worker);
         worker.connect();
       }

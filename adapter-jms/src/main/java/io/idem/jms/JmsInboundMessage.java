@@ -18,7 +18,7 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One JMS delivery as an {@link InboundMessage}. Immutable once built; {@link #unwrap(Class)}
+ * One JMS delivery as an {@link InboundMessage}. Not changed once handed to the pipeline; {@link #unwrap(Class)}
  * with {@code jakarta.jms.Message.class} returns the native message (single-threaded, like its
  * session: read it only on the processing thread).
  *
@@ -35,7 +35,13 @@ import org.jspecify.annotations.Nullable;
  *       and across bridges, so it is a key only through the explicit
  *       {@link io.idem.IdempotencyKeyExtractor#brokerMessageId()} fallback.
  *   <li>{@link #deliveryAttempt()}: {@code JMSXDeliveryCount} (set by every JMS 2.0+ provider);
- *       if absent, 2 when {@code JMSRedelivered} is set, else 1.
+ *       if absent, 2 when {@code JMSRedelivered} is set, else 1. Under {@link JmsIdempotentConsumer}
+ *       a retry after a handler failure in this consumer's life is counted by the consumer
+ *       instead (that count is not raised by another message's process deaths).
+ *   <li>{@link #unaccountedRedelivery()}: set by {@link JmsIdempotentConsumer} for a delivery the
+ *       broker marks as delivered before ({@code JMSRedelivered}, {@code JMSXDeliveryCount} above
+ *       1) when the consumer does not know how the earlier delivery ended; {@code false} as read
+ *       by {@link #of}.
  * </ul>
  */
 public final class JmsInboundMessage implements InboundMessage {
@@ -46,10 +52,12 @@ public final class JmsInboundMessage implements InboundMessage {
   private final Set<String> undecodableHeaders;
   private final byte[] payload;
   private final @Nullable String brokerMessageId;
-  private final int deliveryAttempt;
+  private final int brokerDeliveryCount;
+  private int deliveryAttempt;
   private final Instant receivedAt;
   private final Message message;
   private int brokerAttemptLimit = Integer.MAX_VALUE;
+  private boolean unaccountedRedelivery;
 
   private JmsInboundMessage(
       String source,
@@ -57,7 +65,7 @@ public final class JmsInboundMessage implements InboundMessage {
       Set<String> undecodableHeaders,
       byte[] payload,
       @Nullable String brokerMessageId,
-      int deliveryAttempt,
+      int brokerDeliveryCount,
       Instant receivedAt,
       Message message) {
     this.source = source;
@@ -65,7 +73,8 @@ public final class JmsInboundMessage implements InboundMessage {
     this.undecodableHeaders = undecodableHeaders;
     this.payload = payload;
     this.brokerMessageId = brokerMessageId;
-    this.deliveryAttempt = deliveryAttempt;
+    this.brokerDeliveryCount = brokerDeliveryCount;
+    this.deliveryAttempt = brokerDeliveryCount;
     this.receivedAt = receivedAt;
     this.message = message;
   }
@@ -214,20 +223,68 @@ public final class JmsInboundMessage implements InboundMessage {
    * The broker's {@code max-delivery-attempts} for this queue as read at start (Artemis) or
    * declared in the configuration ({@code JmsConsumerConfig.Builder#brokerMaxDeliveryAttempts}),
    * {@link Integer#MAX_VALUE} when unlimited: the pipeline dead-letters at the lower of this and
-   * its own {@code maxAttempts}.
+   * its own {@code maxAttempts}. {@link Integer#MAX_VALUE} as well for a delivery whose count is
+   * {@linkplain #countInflated() inflated}: the adapter then keeps it in its session on the
+   * broker's last delivery instead of charging it with other messages' deliveries.
    */
   @Override
   public int brokerAttemptLimit() {
-    return brokerAttemptLimit;
+    return countInflated() ? Integer.MAX_VALUE : brokerAttemptLimit;
   }
 
   /**
-   * The same message as attempt {@code attempt}: a batch retries a failed message inside its
-   * session, where {@code JMSXDeliveryCount} does not move.
+   * Whether {@code JMSXDeliveryCount} may count more than this message's own handler runs: an
+   * {@linkplain #unaccountedRedelivery() unaccounted redelivery} (Artemis raises the count of every
+   * message a dying session held, prefetched ones included), or a count above {@link
+   * #deliveryAttempt()}.
+   */
+  boolean countInflated() {
+    return unaccountedRedelivery || brokerDeliveryCount > deliveryAttempt;
+  }
+
+  /**
+   * The same message as attempt {@code attempt}, not flagged as an unaccounted redelivery: a batch
+   * retries a failed message inside its session, where {@code JMSXDeliveryCount} does not move.
    */
   JmsInboundMessage withDeliveryAttempt(int attempt) {
-    return new JmsInboundMessage(source, headers, undecodableHeaders, payload, brokerMessageId, attempt,
-        receivedAt, message).withBrokerAttemptLimit(brokerAttemptLimit);
+    JmsInboundMessage again = new JmsInboundMessage(source, headers, undecodableHeaders, payload,
+        brokerMessageId, brokerDeliveryCount, receivedAt, message).withBrokerAttemptLimit(brokerAttemptLimit);
+    again.deliveryAttempt = attempt;
+    return again;
+  }
+
+  /**
+   * Sets {@link #deliveryAttempt()} and {@link #unaccountedRedelivery()} from the consumer's
+   * {@link JmsDeliveryAttempts}; the worker does it once, before processing.
+   */
+  JmsInboundMessage withAttempt(JmsDeliveryAttempts.Attempt attempt) {
+    this.deliveryAttempt = attempt.number();
+    this.unaccountedRedelivery = attempt.unaccounted();
+    return this;
+  }
+
+  /**
+   * {@code JMSXDeliveryCount} as the broker set it (2 when only {@code JMSRedelivered} is set,
+   * else 1): what the broker compares with its {@code max-delivery-attempts} and bases its
+   * redelivery delay on, whatever {@link #deliveryAttempt()} says.
+   */
+  int brokerDeliveryCount() {
+    return brokerDeliveryCount;
+  }
+
+  /** This consumer life's attempt of the delivery, from which an in-life retry counts on. */
+  int inLifeAttempt() {
+    return JmsDeliveryAttempts.inLife(deliveryAttempt, unaccountedRedelivery);
+  }
+
+  /**
+   * Whether the delivery may have been handed to a handler before without that run being counted
+   * (its process died, an {@code Error} stopped the worker): see the class description. The
+   * pipeline then counts the attempt in the store before the handler runs.
+   */
+  @Override
+  public boolean unaccountedRedelivery() {
+    return unaccountedRedelivery;
   }
 
   /** Sets {@link #brokerAttemptLimit()}; the worker does it once, before processing. */
@@ -255,7 +312,8 @@ public final class JmsInboundMessage implements InboundMessage {
   @Override
   public String toString() {
     return "JmsInboundMessage[source=" + source + ", JMSMessageID=" + brokerMessageId
-        + ", attempt=" + deliveryAttempt + ", headers=" + headers.keySet()
+        + ", attempt=" + deliveryAttempt + (unaccountedRedelivery ? ", unaccountedRedelivery" : "")
+        + ", headers=" + headers.keySet()
         + ", payload=" + payload.length + " bytes]";
   }
 }

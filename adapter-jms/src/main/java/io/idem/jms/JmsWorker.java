@@ -32,6 +32,7 @@ final class JmsWorker implements Runnable {
   private final IdempotentConsumer<?> pipeline;
   private final String name;
   private final JmsBrokerLimits limits;
+  private final JmsDeliveryAttempts attempts;
   private volatile boolean stopping;
   private volatile boolean broken;
   private volatile boolean failed;
@@ -45,12 +46,17 @@ final class JmsWorker implements Runnable {
   /** Messages still to take one at a time after a batch with an unreadable message. */
   private int oneByOne;
 
-  JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name, JmsBrokerLimits limits) {
+  /**
+   * @param attempts what the consumer's workers saw of their deliveries (shared by them)
+   */
+  JmsWorker(JmsConsumerConfig config, IdempotentConsumer<?> pipeline, String name, JmsBrokerLimits limits,
+      JmsDeliveryAttempts attempts) {
     this.limits = limits;
+    this.attempts = attempts;
     this.config = config;
     this.pipeline = pipeline;
     this.name = name;
-    this.batches = new JmsBatch(config, pipeline, limits, name, new JmsBatch.Worker() {
+    this.batches = new JmsBatch(config, pipeline, limits, attempts, name, new JmsBatch.Worker() {
       @Override
       public void hold(Duration duration) {
         JmsWorker.this.hold(duration);
@@ -253,11 +259,17 @@ final class JmsWorker implements Runnable {
         config.reconnectBackoff(), () -> failed = true, LOG);
   }
 
-  /** The message as an {@link JmsInboundMessage}, or {@code null} when it cannot be read (it is then returned). */
+  /**
+   * The message as an {@link JmsInboundMessage}, its attempt and {@linkplain
+   * JmsInboundMessage#unaccountedRedelivery() flag} from what this consumer saw of it ({@link
+   * JmsDeliveryAttempts}), or {@code null} when it cannot be read (it is then returned).
+   */
   private @Nullable JmsInboundMessage read(Message message, Session s) {
     try {
-      return JmsInboundMessage.of(message, config.queue(), Instant.now())
+      JmsInboundMessage inbound = JmsInboundMessage.of(message, config.queue(), Instant.now())
           .withBrokerAttemptLimit(limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE);
+      return inbound.withAttempt(attempts.attempt(
+          inbound.brokerMessageId(), inbound.brokerDeliveryCount(), message.getJMSRedelivered()));
     } catch (JMSException | RuntimeException e) {
       LOG.error("{}: could not read message {} of {}; returning it to the broker, whose"
           + " max-delivery-attempts will move it to its dead-letter address: {}",
@@ -269,24 +281,49 @@ final class JmsWorker implements Runnable {
 
   /**
    * Runs the message through the pipeline until it is settled, handed back or released: a delivery
-   * held for the store stays in the session and runs again after the pipeline's delay.
+   * held for the store stays in the session and runs again after the pipeline's delay — as the
+   * same delivery of this life, no longer {@linkplain JmsInboundMessage#unaccountedRedelivery()
+   * flagged} (its attempt was counted when it first ran, or it never reached the handler).
    */
-  private @Nullable ProcessingOutcome settle(JmsInboundMessage inbound, Message message, Session s,
+  private @Nullable ProcessingOutcome settle(JmsInboundMessage first, Message message, Session s,
       MessageProducer dlq, SettlementRecord[] current) {
+    JmsInboundMessage inbound = first;
     while (true) {
       int attempt = inbound.deliveryAttempt();
+      int brokerCount = inbound.brokerDeliveryCount();
+      String id = inbound.brokerMessageId();
       JmsAcknowledgement acknowledgement = new JmsAcknowledgement(s, config.sessionMode(), dlq,
           message, config.queue(),
-          config.holdForRetryBackoff() ? delay -> holdForRetry(delay, attempt) : delay -> { },
+          config.holdForRetryBackoff() ? delay -> holdForRetry(delay, brokerCount) : delay -> { },
           attempt, limits.limited() ? limits.maxDeliveryAttempts() : Integer.MAX_VALUE,
-          pipeline.consumerGroup(), limits.source());
+          pipeline.consumerGroup(), limits.source())
+          .beforeRetry(() -> attempts.failed(id));
+      if (inbound.countInflated()) {
+        acknowledgement.countInflated(brokerCount);
+      }
       current[0] = acknowledgement.record();
       ProcessingOutcome outcome = pipeline.process(inbound, acknowledgement);
+      if (acknowledgement.record().isSettled()) {
+        attempts.forget(id);
+      }
       if (acknowledgement.deadLetteredAtBrokerLimit()) {
         LOG.error("{}: message {} of {} dead-lettered on attempt {}: the broker's"
             + " max-delivery-attempts ({}) is below the pipeline's maxAttempts ({})", name,
             inbound.brokerMessageId(), config.queue(), attempt, limits.maxDeliveryAttempts(),
             pipeline.retryPolicy().maxAttempts());
+      }
+      Duration again = acknowledgement.retryAfter();
+      if (again != null) {
+        // the broker's last delivery of a message whose count other messages' deaths raised: a
+        // rollback would let the broker move it without a reason, so it runs again in this session
+        LOG.info("{}: message {} of {} is on the broker's last delivery ({} of max-delivery-attempts {})"
+            + " with a count raised by more than its own runs; retrying it in its session as attempt {}",
+            name, id, config.queue(), brokerCount, limits.maxDeliveryAttempts(), inbound.inLifeAttempt() + 1);
+        if (!holdInSession(again, s, id)) {
+          return outcome;
+        }
+        inbound = inbound.withDeliveryAttempt(inbound.inLifeAttempt() + 1);
+        continue;
       }
       Duration wait = acknowledgement.record().heldForStore();
       if (acknowledgement.record().isReleased() || wait == null) {
@@ -294,19 +331,32 @@ final class JmsWorker implements Runnable {
       }
       // the store is down: keep the message in this session (a rollback would count toward the
       // broker's max-delivery-attempts) and run it again after the backoff
-      holding = true;
-      try {
-        hold(wait);
-      } finally {
-        holding = false;
-      }
-      if (stopping || broken || Thread.currentThread().isInterrupted()) {
-        LOG.info("{}: stopped waiting for the store; message {} of {} goes back to the broker",
-            name, inbound.brokerMessageId(), config.queue());
-        unsettle(s);
+      if (!holdInSession(wait, s, id)) {
         return outcome;
       }
+      inbound = inbound.withDeliveryAttempt(inbound.inLifeAttempt());
     }
+  }
+
+  /**
+   * Holds the current delivery in its session for {@code wait}; {@code false} when the worker
+   * must stop instead (closing, connection broken, interrupted): the session is then rolled back
+   * (or recovered), so the broker has the message again.
+   */
+  private boolean holdInSession(Duration wait, Session s, @Nullable String id) {
+    holding = true;
+    try {
+      hold(wait);
+    } finally {
+      holding = false;
+    }
+    if (stopping || broken || Thread.currentThread().isInterrupted()) {
+      LOG.info("{}: stopped waiting to run message {} of {} again; it goes back to the broker",
+          name, id, config.queue());
+      unsettle(s);
+      return false;
+    }
+    return true;
   }
 
   private static @Nullable String idOf(Message message) {

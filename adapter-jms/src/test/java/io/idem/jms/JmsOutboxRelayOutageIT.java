@@ -90,6 +90,16 @@ class JmsOutboxRelayOutageIT {
 
   @Test
   void anUnreachableBrokerChargesNoRowAndEveryRowIsSentWhenItComesBack() throws Exception {
+    unreachable(false);
+  }
+
+  /** The same through {@link JmsOutboxPublisher#publishAll}: transacted batches. */
+  @Test
+  void anUnreachableBrokerChargesNoRowOfABatchAndEveryRowIsSentWhenItComesBack() throws Exception {
+    unreachable(true);
+  }
+
+  private void unreachable(boolean batches) throws Exception {
     Outbox outbox = Outbox.ofDefaults();
     try (SqlSession session = sessions.openSession(false)) {
       for (int i = 0; i < 10; i++) {
@@ -100,7 +110,7 @@ class JmsOutboxRelayOutageIT {
     }
     JmsOutboxPublisher sqs = JmsOutboxPublisher.create(proxied);
     AtomicInteger failed = new AtomicInteger();
-    OutboxPublisher counting = message -> {
+    OutboxPublisher oneByOne = message -> {
       try {
         sqs.publish(message);
       } catch (Exception e) {
@@ -108,6 +118,27 @@ class JmsOutboxRelayOutageIT {
         throw e;
       }
     };
+    OutboxPublisher batching = new OutboxPublisher() {
+      @Override
+      public void publish(io.idem.spi.OutboxMessage message) throws Exception {
+        oneByOne.publish(message);
+      }
+
+      @Override
+      public java.util.List<io.idem.spi.OutboxPublishResult> publishAll(java.util.List<io.idem.spi.OutboxMessage> messages)
+          throws Exception {
+        try {
+          java.util.List<io.idem.spi.OutboxPublishResult> results = sqs.publishAll(messages);
+          failed.addAndGet((int) results.stream()
+              .filter(r -> r.status() == io.idem.spi.OutboxPublishResult.Status.FAILED).count());
+          return results;
+        } catch (Exception e) {
+          failed.incrementAndGet();
+          throw e;
+        }
+      }
+    };
+    OutboxPublisher counting = batches ? batching : oneByOne;
     int maxAttempts = 3;
     Duration backoff = Duration.ofMillis(100);
     RetryPolicy policy = RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(backoff)

@@ -3,7 +3,9 @@ package io.idem.kafka;
 import io.idem.IdempotentConsumer;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -15,6 +17,7 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.NoOffsetForPartitionException;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
@@ -44,6 +47,16 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
    * it; close() waits {@link io.idem.spi.AdapterWorker#AFTER_INTERRUPT} for it.
    */
   static final Duration AFTER_INTERRUPT_GRACE = Duration.ofSeconds(3);
+  /**
+   * Offset metadata of a clean handover (revocation or close with nothing in a handler): the next
+   * owner has no redelivery window to flag.
+   */
+  static final String CLEAN = "idem:clean";
+  /**
+   * Offset metadata committed at assignment where the committed offset was {@link #CLEAN} or
+   * absent: this consumer may be in a handler from now on.
+   */
+  static final String OWNED = "idem:owned";
 
   private final Consumer<byte[], byte[]> consumer;
   private final DeadLetterPublisher deadLetters;
@@ -292,9 +305,10 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     lastCommitNanos = System.nanoTime();
   }
 
-  private void commit(Map<TopicPartition, OffsetAndMetadata> offsets, String why) {
+  /** Commits {@code offsets}; returns whether they were committed (true when empty). */
+  private boolean commit(Map<TopicPartition, OffsetAndMetadata> offsets, String why) {
     if (offsets.isEmpty()) {
-      return;
+      return true;
     }
     for (int tries = 1; ; tries++) {
       try {
@@ -305,19 +319,19 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         }
         progress.committed(offsets);
         LOG.debug("committed {} ({})", offsets, why);
-        return;
+        return true;
       } catch (WakeupException e) {
         // close() called wakeup() while we were not polling; the flag is cleared now
         if (tries >= 2) {
           LOG.warn("offsets {} not committed ({}): woken up twice; will retry", offsets, why);
-          return;
+          return false;
         }
       } catch (InterruptException e) {
         throw e;
       } catch (KafkaException e) {
         LOG.warn("offsets {} not committed ({}): {}; their records will be delivered again and"
             + " skipped as duplicates unless a later commit covers them", offsets, why, e.toString());
-        return;
+        return false;
       }
     }
   }
@@ -326,8 +340,14 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
 
   @Override
   public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-    finishRuns(partitions, "revoked");
-    commit(progress.toCommit(partitions), "revoke");
+    boolean ended = finishRuns(partitions, "revoked");
+    if (ended && failure == null) {
+      // nothing of theirs is in a handler (the loop is in poll, the workers ended): tell the next
+      // owner it has no redelivery window to flag
+      commitClean(partitions, "revoke");
+    } else {
+      commit(progress.toCommit(partitions), "revoke");
+    }
     progress.forget(partitions);
     owned.removeAll(partitions);
     publishAssignment();
@@ -346,13 +366,57 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     publishAssignment();
   }
 
-  /** Ends the worker runs of {@code partitions} ({@link PartitionWorkers#finish}) before they go. */
-  private void finishRuns(Collection<TopicPartition> partitions, String why) {
+  /**
+   * Ends the worker runs of {@code partitions} ({@link PartitionWorkers#finish}) before they go;
+   * returns whether they all ended.
+   */
+  private boolean finishRuns(Collection<TopicPartition> partitions, String why) {
     if (workers != null && !partitions.isEmpty()) {
-      workers.finish(partitions, why);
+      return workers.finish(partitions, why);
+    }
+    return true;
+  }
+
+  /**
+   * Commits {@code partitions} at what is settled (or their committed offset) with {@link
+   * #CLEAN}: no record at or after it is in a handler, so the next owner flags nothing. Only for
+   * partitions whose committed offset is known; best effort (a failure leaves the next owner a
+   * window to flag, which costs round trips, never a wrong outcome).
+   */
+  private void commitClean(Collection<TopicPartition> partitions, String why) {
+    Map<TopicPartition, OffsetAndMetadata> toCommit = progress.toCommit(partitions);
+    Map<TopicPartition, OffsetAndMetadata> clean = new HashMap<>();
+    for (TopicPartition partition : partitions) {
+      OffsetAndMetadata settled = toCommit.get(partition);
+      if (settled != null) {
+        clean.put(partition, new OffsetAndMetadata(settled.offset(), settled.leaderEpoch(), CLEAN));
+      } else if (!progress.committedClean(partition)) {
+        progress.committedOffset(partition).ifPresent(offset ->
+            clean.put(partition, new OffsetAndMetadata(offset, CLEAN)));
+      }
+    }
+    if (commit(clean, why)) {
+      progress.markedClean(clean.keySet());
     }
   }
 
+  /**
+   * Reads the committed offsets of the newly assigned partitions and decides, per partition,
+   * whether the records from there on may have been in a handler of an owner that died (docs/BROKERS.md,
+   * Kafka "Process deaths"):
+   *
+   * <ul>
+   *   <li>committed with {@link #CLEAN} (a clean revocation or close), or nothing committed: no
+   *       owner can be inside a handler — every owner marks a partition {@link #OWNED} before its
+   *       first record runs. The partition is marked {@link #OWNED} now (one commit per assignment
+   *       of such partitions), so that if this consumer dies the next owner knows it;
+   *   <li>anything else (an owner's ordinary commit, {@link #OWNED}, another client's offset):
+   *       the partition's redelivery window opens ({@link PartitionProgress#openWindow}).
+   * </ul>
+   *
+   * When the committed offsets cannot be read every partition gets a window (costs round trips,
+   * never a wrong outcome).
+   */
   @Override
   public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
     progress.forget(partitions);
@@ -362,17 +426,54 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
       return;
     }
     LOG.info("group {}: partitions assigned {}", groupId, partitions);
+    Map<TopicPartition, OffsetAndMetadata> committed;
     try {
-      Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(new HashSet<>(partitions));
-      committed.forEach((partition, offset) -> {
-        if (offset != null) {
-          progress.knownCommitted(partition, offset.offset());
-        }
-      });
+      committed = consumer.committed(new HashSet<>(partitions));
     } catch (WakeupException | InterruptException e) {
       throw e;
     } catch (KafkaException e) {
-      LOG.debug("committed offsets of {} not read: {}", partitions, e.toString());
+      LOG.debug("committed offsets of {} not read: {}; their records from the committed offset on are"
+          + " counted in the store before their handlers run", partitions, e.toString());
+      partitions.forEach(partition -> progress.openWindow(partition, config.maxBatchSize()));
+      return;
+    }
+    Map<TopicPartition, OffsetAndMetadata> marks = new HashMap<>();
+    List<TopicPartition> windows = new ArrayList<>();
+    for (TopicPartition partition : partitions) {
+      OffsetAndMetadata offset = committed.get(partition);
+      if (offset != null) {
+        progress.knownCommitted(partition, offset.offset());
+      }
+      if (offset != null && !CLEAN.equals(offset.metadata())) {
+        progress.openWindow(partition, config.maxBatchSize());
+        windows.add(partition);
+        continue;
+      }
+      try {
+        marks.put(partition, offset != null
+            ? new OffsetAndMetadata(offset.offset(), offset.leaderEpoch(), OWNED)
+            : new OffsetAndMetadata(consumer.position(partition), OWNED));
+      } catch (WakeupException | InterruptException e) {
+        throw e;
+      } catch (NoOffsetForPartitionException e) {
+        LOG.debug("group {}: {} has no committed offset and no reset policy; the poll reports it", groupId, partition);
+      } catch (KafkaException e) {
+        LOG.warn("group {}: the position of {} is not known ({}); it is not marked as owned, so a"
+            + " process death in its first handlers before an offset commit is not counted", groupId,
+            partition, e.toString());
+      }
+    }
+    if (!windows.isEmpty()) {
+      LOG.info("group {}: {} not handed over cleanly (a previous owner may have died in a handler): their"
+          + " records from the committed offset on are counted in the store before their handlers run,"
+          + " one at a time, until one is applied", groupId, windows);
+    }
+    if (!marks.isEmpty()) {
+      if (!commit(marks, "owned")) {
+        LOG.warn("group {}: {} not marked as owned; a process death in their first handlers before an"
+            + " offset commit is not counted", groupId, marks.keySet());
+      }
+      lastCommitNanos = System.nanoTime();
     }
   }
 
@@ -410,7 +511,13 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
         }
       }
       try {
-        commitSettled("close");
+        if (failure == null && (workers == null || !workers.anyBusy())) {
+          // closed, not stopped by an error, nothing left in a handler: the next owner flags nothing
+          commitClean(consumer.assignment(), "close");
+          lastCommitNanos = System.nanoTime();
+        } else {
+          commitSettled("close");
+        }
       } catch (RuntimeException e) {
         LOG.warn("final offset commit of group {} failed: {}", groupId, e.toString());
       }

@@ -80,6 +80,18 @@ import org.slf4j.LoggerFactory;
  *       the retry policy's total backoff short next to the time between rebalances; prefer the
  *       cooperative-sticky assignor or static membership ({@code group.instance.id}), under which
  *       a rebalance does not move the partitions that stay with their owner.
+ *   <li><b>Process deaths</b> (the JVM halted, killed or crashed in a handler, or an {@code Error}
+ *       stopped the consumer) are counted in the store: after an assignment that was not a clean
+ *       handover (offset metadata {@code idem:clean}, committed by a revocation or {@code close()}
+ *       with no record in a handler), the records from the committed offset on are flagged {@link
+ *       io.idem.InboundMessage#unaccountedRedelivery()} — through duplicates and dead letters,
+ *       until one record is applied fresh and {@code maxBatchSize - 1} more — and run one at a
+ *       time, so the pipeline counts their attempts before their handlers run and dead-letters a
+ *       process-killing record with {@code MAX_ATTEMPTS_EXCEEDED} after at most {@code
+ *       maxAttempts} deaths. A partition assigned with {@code idem:clean} or no committed offset
+ *       is first committed with {@code idem:owned} (one commit per such assignment), so that a
+ *       death before this owner's first commit is seen by the next. In-life retries are not
+ *       flagged. docs/BROKERS.md, Kafka "Process deaths".
  *   <li><b>Dead letters</b> are published to {@link KafkaConsumerConfig#deadLetterTopic(String)}
  *       by an idempotent {@code acks=all} producer: same key and value, original headers plus
  *       {@link io.idem.DeadLetterReason#toHeaders()} and {@link #HEADER_ORIGINAL_TOPIC},

@@ -34,6 +34,11 @@ import org.jspecify.annotations.Nullable;
  *       one that gives the partition back to the same consumer) or the consumer restarts. A
  *       record that keeps failing can therefore run up to {@code maxAttempts} times per owner;
  *       see {@link KafkaIdempotentConsumer} ("Delivery attempts") for the worst case.
+ *   <li>{@link #unaccountedRedelivery()} is true for the records of a partition's redelivery
+ *       window: after an assignment that was not a clean handover, the records from the committed
+ *       offset on that a previous owner may have had in a handler when it died (see {@link
+ *       KafkaIdempotentConsumer}, "Process deaths"); the pipeline then counts the attempt in the
+ *       store before the handler runs.
  *   <li>{@link #unwrap(Class)} with {@code ConsumerRecord.class} returns the record.
  * </ul>
  */
@@ -44,6 +49,7 @@ public final class KafkaInboundMessage implements InboundMessage {
   private final Map<String, String> headers;
   private final Set<String> undecodable;
   private final int deliveryAttempt;
+  private final boolean unaccountedRedelivery;
   private final Instant receivedAt;
 
   private KafkaInboundMessage(
@@ -51,11 +57,13 @@ public final class KafkaInboundMessage implements InboundMessage {
       Map<String, String> headers,
       Set<String> undecodable,
       int deliveryAttempt,
+      boolean unaccountedRedelivery,
       Instant receivedAt) {
     this.record = record;
     this.headers = headers;
     this.undecodable = undecodable;
     this.deliveryAttempt = deliveryAttempt;
+    this.unaccountedRedelivery = unaccountedRedelivery;
     this.receivedAt = receivedAt;
   }
 
@@ -67,6 +75,18 @@ public final class KafkaInboundMessage implements InboundMessage {
    */
   public static KafkaInboundMessage of(
       ConsumerRecord<byte[], byte[]> record, int deliveryAttempt, Instant receivedAt) {
+    return of(record, deliveryAttempt, false, receivedAt);
+  }
+
+  /**
+   * Wraps a record; decodes its headers once.
+   *
+   * @param deliveryAttempt 1-based
+   * @param unaccountedRedelivery {@link #unaccountedRedelivery()}
+   * @throws IllegalArgumentException if {@code deliveryAttempt < 1}
+   */
+  public static KafkaInboundMessage of(ConsumerRecord<byte[], byte[]> record, int deliveryAttempt,
+      boolean unaccountedRedelivery, Instant receivedAt) {
     Objects.requireNonNull(record, "record");
     Objects.requireNonNull(receivedAt, "receivedAt");
     if (deliveryAttempt < 1) {
@@ -77,7 +97,8 @@ public final class KafkaInboundMessage implements InboundMessage {
       headers.bytes(header.key(), header.value());
     }
     DecodedHeaders decoded = headers.build();
-    return new KafkaInboundMessage(record, decoded.text(), decoded.undecodable(), deliveryAttempt, receivedAt);
+    return new KafkaInboundMessage(record, decoded.text(), decoded.undecodable(), deliveryAttempt,
+        unaccountedRedelivery, receivedAt);
   }
 
   /** {@code <topic>-<partition>@<offset>}, the form used by {@link #brokerMessageId()}. */
@@ -114,6 +135,11 @@ public final class KafkaInboundMessage implements InboundMessage {
   @Override
   public int deliveryAttempt() {
     return deliveryAttempt;
+  }
+
+  @Override
+  public boolean unaccountedRedelivery() {
+    return unaccountedRedelivery;
   }
 
   @Override
@@ -154,6 +180,6 @@ public final class KafkaInboundMessage implements InboundMessage {
   @Override
   public String toString() {
     return "KafkaInboundMessage[" + brokerMessageId() + ", attempt=" + deliveryAttempt
-        + ", headers=" + headers.keySet() + ", payload=" + payload().length + " bytes]";
+        + (unaccountedRedelivery ? ", unaccountedRedelivery" : "") + ", headers=" + headers.keySet() + ", payload=" + payload().length + " bytes]";
   }
 }

@@ -1,19 +1,29 @@
 package io.idem.kafka;
 
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Publishes outbox rows to Kafka: the row's destination is the topic, its ordering key (or, when
@@ -82,7 +92,8 @@ public final class KafkaOutboxPublisher implements OutboxPublisher {
   }
 
   /**
-   * Sends the record and waits for its acknowledgement.
+   * Sends the record and waits for its acknowledgement (one row; the relay calls {@link
+   * #publishAll}).
    *
    * @throws ExecutionException carrying Kafka's exception when the broker refused it or the
    *     producer gave up (a Kafka {@code TimeoutException} when metadata is not available)
@@ -92,12 +103,120 @@ public final class KafkaOutboxPublisher implements OutboxPublisher {
    */
   @Override
   public void publish(OutboxMessage message) throws Exception {
+    producer.send(record(message)).get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Sends every row of the batch, then waits once for their acknowledgements (all of them within
+   * one send timeout from the last send): one {@code acks=all} round trip for the batch instead of
+   * one per row. Per row: sent when acknowledged; failed with Kafka's exception (the {@code
+   * ExecutionException} unwrapped) or a {@code java.util.concurrent.TimeoutException} when no
+   * acknowledgement came in time; skipped behind an earlier failure of its ordering key.
+   *
+   * <p>Order: one ordering key is one record key, so one partition, and the idempotent producer
+   * keeps the partition's order. A row the producer refuses at {@code send} ({@code
+   * RecordTooLargeException}, a serializer's failure, no metadata in {@code max.block.ms}) stops
+   * its key there: the key's later rows are not sent. A refusal only the broker gives, after later
+   * records of the key were sent, leaves those as they ended (acknowledged ones are sent). A
+   * metadata timeout at {@code send} (the broker unreachable) ends the batch: the rows not sent
+   * yet are skipped, not each waiting {@code max.block.ms} again.
+   *
+   * @throws org.apache.kafka.common.KafkaException when the producer itself is unusable (closed,
+   *     fenced): nothing of the batch is charged
+   */
+  @Override
+  public List<OutboxPublishResult> publishAll(List<OutboxMessage> messages) throws Exception {
+    List<Future<RecordMetadata>> futures = new ArrayList<>(messages.size());
+    Map<Integer, Throwable> refused = new HashMap<>();
+    Set<String> stoppedKeys = new HashSet<>();
+    boolean ended = false;
+    for (OutboxMessage message : messages) {
+      String orderingKey = message.orderingKey();
+      if (ended || (orderingKey != null && stoppedKeys.contains(orderingKey))) {
+        futures.add(null);
+        continue;
+      }
+      Future<RecordMetadata> future = null;
+      Throwable failedAtSend;
+      try {
+        future = producer.send(record(message));
+        failedAtSend = failedAlready(future); // the producer's refusals come as a failed future
+      } catch (SerializationException e) { // this record's, thrown by send
+        failedAtSend = e;
+      }
+      futures.add(future);
+      if (failedAtSend != null) {
+        refused.put(futures.size() - 1, failedAtSend);
+        if (orderingKey != null) {
+          stoppedKeys.add(orderingKey);
+        }
+        if (failedAtSend instanceof RetriableException) {
+          ended = true; // no metadata within max.block.ms: every later send would wait as long
+        }
+      }
+    }
+    long deadline = System.nanoTime() + sendTimeout.toNanos();
+    List<OutboxPublishResult> results = new ArrayList<>(messages.size());
+    stoppedKeys.clear();
+    for (int i = 0; i < messages.size(); i++) {
+      OutboxMessage message = messages.get(i);
+      String orderingKey = message.orderingKey();
+      Throwable failure = refused.get(i);
+      Future<RecordMetadata> future = futures.get(i);
+      if (failure == null && future == null) {
+        results.add(OutboxPublishResult.skipped(message));
+        continue;
+      }
+      if (failure == null) {
+        failure = await(future, deadline);
+      }
+      if (failure == null) {
+        results.add(OutboxPublishResult.sent(message));
+      } else if (orderingKey != null && !stoppedKeys.add(orderingKey)) {
+        results.add(OutboxPublishResult.skipped(message)); // behind its key's first failure
+      } else {
+        results.add(OutboxPublishResult.failed(message, failure));
+      }
+    }
+    return results;
+  }
+
+  /** The failure of a future that failed at once (in {@code send}), else {@code null}. */
+  private static @Nullable Throwable failedAlready(Future<RecordMetadata> future) {
+    if (!future.isDone()) {
+      return null;
+    }
+    try {
+      future.get();
+      return null;
+    } catch (ExecutionException e) {
+      return e.getCause() != null ? e.getCause() : e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  /** Waits for the acknowledgement until {@code deadline}; its failure, or {@code null}. */
+  private @Nullable Throwable await(Future<RecordMetadata> future, long deadline) throws InterruptedException {
+    try {
+      future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      return null;
+    } catch (ExecutionException e) {
+      return e.getCause() != null ? e.getCause() : e;
+    } catch (java.util.concurrent.TimeoutException e) {
+      return new java.util.concurrent.TimeoutException(
+          "no acknowledgement from Kafka within " + sendTimeout + " (a batch's send timeout)");
+    }
+  }
+
+  private static ProducerRecord<byte[], byte[]> record(OutboxMessage message) {
     String key = message.orderingKey() != null ? message.orderingKey() : message.idempotencyKey();
     ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(message.destination(),
         key.getBytes(StandardCharsets.UTF_8), message.payload());
     message.headers().forEach((name, value) -> record.headers().add(name, value.getBytes(StandardCharsets.UTF_8)));
     record.headers().add(OutboxMessage.KEY_HEADER, message.idempotencyKey().getBytes(StandardCharsets.UTF_8));
-    producer.send(record).get(sendTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    return record;
   }
 
   /** Closes the producer, waiting up to the send timeout for records in flight. */

@@ -2,6 +2,7 @@ package io.idem.kafka;
 
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -9,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
@@ -22,12 +24,42 @@ import org.apache.kafka.common.TopicPartition;
  * <p>Offsets only move forward: a settled offset below what is already settled or committed is
  * ignored, and {@link #toCommit} returns only offsets above the committed ones, so a commit never
  * lowers a partition's committed offset.
+ *
+ * <p>It also keeps each partition's <em>redelivery window</em> ({@link #openWindow}): after an
+ * assignment that was not handed over cleanly, the records from the committed offset on may have
+ * been in a handler of an owner that died, and are flagged {@link
+ * io.idem.InboundMessage#unaccountedRedelivery()} ({@link #flag}) until the window closes.
  */
 final class PartitionProgress {
   private final Map<TopicPartition, OffsetAndMetadata> settled = new HashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>();
   private final Map<TopicPartition, long[]> attempts = new HashMap<>();
   private final Map<TopicPartition, Long> resumeAtNanos = new LinkedHashMap<>();
+  private final Map<TopicPartition, Window> windows = new HashMap<>();
+  private final Set<TopicPartition> clean = new HashSet<>();
+
+  /**
+   * A partition's redelivery window. The previous owner ran the partition in offset order, one
+   * record or one batch (at most {@code batch} records, in one transaction) at a time, and
+   * committed no offset past a record it had not settled: when it died, it was inside the handler
+   * of at most one record, or of one batch, at or after the committed offset; every record before
+   * it was settled (we find it a duplicate, or dead-letter it again from its recorded decision),
+   * and none after it was started. So the window stays open over the duplicates and dead letters,
+   * and once a record is applied fresh here ({@code PROCESSED}: it was not applied before) it
+   * covers the {@code batch - 1} records after it (the rest of a batch that may have started
+   * before it), then closes.
+   */
+  private static final class Window {
+    final int batch;
+    /** The highest offset flagged; a record at or below it ran here already (a retry: not flagged). */
+    long highestFlagged = -1;
+    /** Records still flagged after the first one applied fresh; -1 while none was. */
+    int remaining = -1;
+
+    Window(int batch) {
+      this.batch = batch;
+    }
+  }
 
   /** The attempt the record at {@code offset} is on: one more than its last failure, else 1. */
   synchronized int attemptFor(TopicPartition partition, long offset) {
@@ -102,7 +134,20 @@ final class PartitionProgress {
 
   /** {@code offsets} were committed. */
   synchronized void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
-    offsets.forEach((partition, offset) -> committed.merge(partition, offset.offset(), Math::max));
+    offsets.forEach((partition, offset) -> {
+      committed.merge(partition, offset.offset(), Math::max);
+      clean.remove(partition);
+    });
+  }
+
+  /** {@code partitions} were just committed as a clean handover ({@link ConsumerLoop#CLEAN}). */
+  synchronized void markedClean(Collection<TopicPartition> partitions) {
+    clean.addAll(partitions);
+  }
+
+  /** Whether {@code partition}'s last commit here was a clean handover, with nothing settled since. */
+  synchronized boolean committedClean(TopicPartition partition) {
+    return clean.contains(partition) && !anyToCommit(List.of(partition));
   }
 
   /** The committed offset last known for {@code partition}, if any. */
@@ -140,6 +185,57 @@ final class PartitionProgress {
         .min();
   }
 
+  /**
+   * {@code partition} was assigned and its previous owner may have died inside a handler: the
+   * records fetched from the committed offset on are flagged ({@link #flag}) until one was applied
+   * fresh and {@code batch - 1} more were flagged (the consumer's {@code maxBatchSize}, 1 in
+   * per-message mode).
+   */
+  synchronized void openWindow(TopicPartition partition, int batch) {
+    windows.put(partition, new Window(Math.max(1, batch)));
+  }
+
+  /** Whether {@code partition}'s redelivery window is open: its records are run one at a time. */
+  synchronized boolean inWindow(TopicPartition partition) {
+    return windows.containsKey(partition);
+  }
+
+  /**
+   * Whether the record at {@code offset}, about to be handed to the pipeline, is an unaccounted
+   * redelivery: its partition's window is open and it did not run here yet (a retry of a record
+   * this consumer ran is counted in memory, {@link #attemptFor}, never flagged). Called once per
+   * run of a record, in offset order, right before the run.
+   */
+  synchronized boolean flag(TopicPartition partition, long offset) {
+    Window window = windows.get(partition);
+    if (window == null || offset <= window.highestFlagged) {
+      return false;
+    }
+    if (window.remaining == 0) {
+      windows.remove(partition); // every record the dead owner may have started was flagged
+      return false;
+    }
+    window.highestFlagged = offset;
+    if (window.remaining > 0) {
+      window.remaining--;
+    }
+    return true;
+  }
+
+  /**
+   * The record at {@code offset} was applied fresh ({@link io.idem.ProcessingOutcome#PROCESSED}):
+   * no record after the batch it may have been in was started by a previous owner.
+   */
+  synchronized void appliedFresh(TopicPartition partition, long offset) {
+    Window window = windows.get(partition);
+    if (window != null && window.remaining < 0 && offset <= window.highestFlagged) {
+      window.remaining = window.batch - 1;
+      if (window.remaining == 0) {
+        windows.remove(partition);
+      }
+    }
+  }
+
   /** Forgets everything about {@code partitions} (revoked, lost or newly assigned). */
   synchronized void forget(Collection<TopicPartition> partitions) {
     for (TopicPartition partition : partitions) {
@@ -147,6 +243,8 @@ final class PartitionProgress {
       committed.remove(partition);
       attempts.remove(partition);
       resumeAtNanos.remove(partition);
+      windows.remove(partition);
+      clean.remove(partition);
     }
   }
 }

@@ -5,6 +5,7 @@ import io.idem.BatchResult;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.MessageRun;
+import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.AdapterWorker;
 import java.time.Duration;
@@ -26,6 +27,9 @@ import org.slf4j.LoggerFactory;
  * {@link BatchOrder#ORDERED}), and turns each acknowledgement's decision into partition progress:
  * settled records move the offset to commit; the first record not settled is sought back to (and
  * its partition paused for the backoff), so it and every record behind it come again in order.
+ * While the partition's redelivery window is open ({@link PartitionProgress#openWindow}) records
+ * run one at a time, each flagged as an unaccounted redelivery or not ({@link
+ * PartitionProgress#flag}) by how the records before it ended.
  * Never touches the {@code KafkaConsumer} itself (it is not thread-safe): seeks, pauses and
  * commits go through {@link Actions}. Thread-safe as far as {@link PartitionProgress} is; one run
  * per partition at a time.
@@ -123,9 +127,14 @@ final class PartitionRunner {
           actions.seek(partition, records.get(from)); // bounded work per poll: fetched again after polling
           return Ending.OUT_OF_TIME;
         }
-        int to = Math.min(records.size(), from + maxBatchSize);
-        // the next record is announced only when it will be the next one() call of this run
-        ConsumerRecord<byte[], byte[]> next = maxBatchSize == 1 && to < records.size() ? records.get(to) : null;
+        // in the redelivery window after an assignment (PartitionProgress.flag) records run one at a
+        // time, each flagged or not by what the records before it turned out to be
+        boolean window = progress.inWindow(partition);
+        int to = window ? from + 1 : Math.min(records.size(), from + maxBatchSize);
+        // the next record is announced only when it will be the next one() call of this run, and
+        // not in the window: whether it is flagged depends on how this record ends
+        ConsumerRecord<byte[], byte[]> next =
+            maxBatchSize == 1 && !window && to < records.size() ? records.get(to) : null;
         Ending ending = to - from == 1
             ? one(partition, records.get(from), actions, sequence, next, announced)
             : batch(partition, records.subList(from, to), actions);
@@ -153,7 +162,7 @@ final class PartitionRunner {
     int attempt = progress.attemptFor(partition, record.offset());
     KafkaInboundMessage message = announced.record == record && announced.message != null
         ? announced.message
-        : KafkaInboundMessage.of(record, attempt, Instant.now());
+        : KafkaInboundMessage.of(record, attempt, progress.flag(partition, record.offset()), Instant.now());
     announced.record = null;
     announced.message = null;
     KafkaAcknowledgement acknowledgement = new KafkaAcknowledgement(record, deadLetters);
@@ -168,7 +177,8 @@ final class PartitionRunner {
       return built;
     };
     boolean[] handedBack = new boolean[1];
-    AdapterWorker.survive(() -> "record " + idOf(record), () -> sequence.process(message, acknowledgement, following),
+    ProcessingOutcome outcome = AdapterWorker.survive(() -> "record " + idOf(record),
+        () -> sequence.process(message, acknowledgement, following),
         acknowledgement::settlement,
         (failure, after) -> {
           handedBack[0] = true;
@@ -177,6 +187,9 @@ final class PartitionRunner {
           }
         },
         pipeline.retryPolicy().backoff(attempt), () -> { }, LOG); // run() logs a fatal loop end
+    if (outcome == ProcessingOutcome.PROCESSED) {
+      progress.appliedFresh(partition, record.offset()); // it was not applied before: the window can close
+    }
     return handedBack[0] ? Ending.STOPPED : settle(partition, record, attempt, acknowledgement, null, actions);
   }
 

@@ -263,16 +263,20 @@ final class PartitionWorkers {
    * waits for them, within the poll's time budget (half of max.poll.interval.ms), so that what
    * they settled is committed and nothing of a partition is processed here once it may be another
    * member's. An interrupt while waiting (close() past its timeout) is kept for the loop to end.
+   * Returns whether every run ended (none is left in a handler).
    */
-  void finish(Collection<TopicPartition> partitions, String why) {
+  boolean finish(Collection<TopicPartition> partitions, String why) {
     try {
       if (!cancelAndAwait(partitions, Duration.ofNanos(budgetNanos))) {
         LOG.warn("group {}: work in flight on {} partitions {} did not end within {} ms; what it settles"
             + " later is not committed here (the next owner skips it as duplicates)", groupId, why,
             partitions, Duration.ofNanos(budgetNanos).toMillis());
+        return false;
       }
+      return true;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      return false;
     }
   }
 

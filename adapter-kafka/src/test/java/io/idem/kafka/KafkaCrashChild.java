@@ -26,9 +26,15 @@ import org.apache.ibatis.session.SqlSession;
  * (the consumer's {@code maxBatchSize}, default 1), {@code idem.test.concurrency} (its
  * {@code concurrency}, default 1), {@code idem.test.commit-interval-ms} (default 0: after every
  * poll), {@code idem.test.max-poll-records} (default 50) and {@code idem.test.handler-sleep-ms}
- * (how long the handler sleeps before its write, default 0).
+ * (how long the handler sleeps before its write, default 0), {@code idem.test.poison-key} (the
+ * handler prints {@code POISON-RUN attempt=<n>} and halts the JVM with status {@link
+ * #POISON_STATUS} for a record of that key: a process-killing message) and {@code
+ * idem.test.max-attempts} (the retry policy's maxAttempts, default 5).
  */
 public final class KafkaCrashChild {
+  /** The status a poison record's handler halts the JVM with. */
+  static final int POISON_STATUS = 43;
+
   private KafkaCrashChild() {}
 
   public static void main(String[] args) throws Exception {
@@ -47,8 +53,10 @@ public final class KafkaCrashChild {
     CrashInjector crashes = CrashInjector.fromSystemProperties();
     IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(store)
         .consumerGroup(required("idem.test.group"))
-        .handler(handler(Long.getLong("idem.test.handler-sleep-ms", 0)))
-        .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofMillis(100)).build())
+        .handler(poisoned(handler(Long.getLong("idem.test.handler-sleep-ms", 0)),
+            System.getProperty("idem.test.poison-key")))
+        .retryPolicy(RetryPolicy.builder().initialBackoff(Duration.ofMillis(100))
+            .maxAttempts(Integer.getInteger("idem.test.max-attempts", 5)).build())
         .listener(crashes)
         .build();
     KafkaConsumerConfig config = KafkaConsumerConfig
@@ -71,13 +79,17 @@ public final class KafkaCrashChild {
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
             super.commitSync(offsets);
-            crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+            if (settles(offsets)) {
+              crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+            }
           }
 
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
             super.commitSync(offsets, timeout);
-            crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+            if (settles(offsets)) {
+              crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commitSync");
+            }
           }
         }, KafkaProducer::new);
     consumer.start();
@@ -91,6 +103,27 @@ public final class KafkaCrashChild {
       Thread.sleep(sleepMillis);
       recording.handle(message, session);
     };
+  }
+
+  /** {@code handler}, except that a record of {@code poisonKey} (if any) halts the JVM in its handler. */
+  private static io.idem.MessageHandler<SqlSession> poisoned(io.idem.MessageHandler<SqlSession> handler,
+      String poisonKey) {
+    return poisonKey == null ? handler : (message, session) -> {
+      if (poisonKey.equals(KafkaITSupport.keyOf(message))) {
+        System.out.println("POISON-RUN attempt=" + message.deliveryAttempt());
+        System.out.flush();
+        Runtime.getRuntime().halt(POISON_STATUS);
+      }
+      handler.handle(message, session);
+    };
+  }
+
+  /**
+   * Whether a commit moves offsets for settled records, not the adapter's mark at assignment
+   * ({@link ConsumerLoop#OWNED}, made before any record ran), which DURING_ACK must not hit.
+   */
+  private static boolean settles(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    return offsets.values().stream().anyMatch(offset -> !ConsumerLoop.OWNED.equals(offset.metadata()));
   }
 
   private static String required(String name) {

@@ -112,4 +112,15 @@ class KafkaInboundMessageTest {
     assertThat(((KeyExtraction.Absent) IdempotencyKeyExtractor.defaults().extract(message)).detail())
         .contains("no header 'idempotency-key'");
   }
+
+  @Test
+  void anUnaccountedRedeliveryIsFlaggedOnlyWhenTheAdapterSaysSo() {
+    ConsumerRecord<byte[], byte[]> record = record(new RecordHeaders(), null, utf8("{}"));
+
+    assertThat(KafkaInboundMessage.of(record, 1, NOW).unaccountedRedelivery()).isFalse();
+    KafkaInboundMessage flagged = KafkaInboundMessage.of(record, 1, true, NOW);
+    assertThat(flagged.unaccountedRedelivery()).isTrue();
+    assertThat(flagged.deliveryAttempt()).isEqualTo(1);
+    assertThat(flagged.toString()).contains("unaccountedRedelivery");
+  }
 }

@@ -1,5 +1,8 @@
 package io.idem.kafka;
 
+import static io.idem.spi.OutboxPublishResult.Status.FAILED;
+import static io.idem.spi.OutboxPublishResult.Status.SENT;
+import static io.idem.spi.OutboxPublishResult.Status.SKIPPED;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -7,6 +10,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.idem.RetryPolicy;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import io.idem.store.jdbc.Outbox;
 import io.idem.store.jdbc.OutboxEntry;
@@ -18,6 +22,7 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -142,6 +147,16 @@ class KafkaOutboxRelayFailuresIT {
         throw e;
       }
     }
+
+    /** The relay's path: the batch through the current producer's publishAll. */
+    @Override
+    public List<OutboxPublishResult> publishAll(List<OutboxMessage> messages) throws Exception {
+      OutboxPublisher p = current;
+      beforeEachPublish.run();
+      List<OutboxPublishResult> results = p.publishAll(messages);
+      outageFailures.addAndGet((int) results.stream().filter(r -> r.status() == OutboxPublishResult.Status.FAILED).count());
+      return results;
+    }
   }
 
   /**
@@ -234,6 +249,166 @@ class KafkaOutboxRelayFailuresIT {
         + " AND sent_at IS NULL AND attempts = 0")).as("held behind the parked row of its key").isEqualTo(1);
     assertThat(receivedKeys(3)).containsExactlyInAnyOrder("b1", "b2", "free");
     assertThat(relay.isRunning()).isTrue();
+  }
+
+  /**
+   * One batch of keys A, B and unordered rows with a record too large in the middle of A: the
+   * producer refuses it at send, so A stops there — its later rows are not sent and stay due,
+   * uncharged — while B and the unordered rows are sent in the same batch. The big row is parked
+   * after one attempt. Nothing is lost or reordered: what Kafka holds of each key is a prefix of
+   * that key's rows in id order, and once the big row is made small and unparked, A drains in
+   * order.
+   */
+  @Test
+  void aRecordTooLargeMidBatchStopsItsKeyWhileOtherKeysOfTheBatchAreSent() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 1; i <= 6; i++) {
+      entries.add(new OutboxEntry("A-" + i, topic, "A", (i == 3 ? new byte[20_000] : ("A " + i).getBytes(StandardCharsets.UTF_8)), Map.of()));
+      entries.add(new OutboxEntry("B-" + i, topic, "B", ("B " + i).getBytes(StandardCharsets.UTF_8), Map.of()));
+      entries.add(new OutboxEntry("free-" + i, topic, null, ("free " + i).getBytes(StandardCharsets.UTF_8), Map.of()));
+    }
+    enqueue(entries);
+    KafkaOutboxPublisher kafka = closing(KafkaOutboxPublisher.create(Map.of(
+        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaTestClients.bootstrap(),
+        ProducerConfig.MAX_REQUEST_SIZE_CONFIG, 10_000), Duration.ofSeconds(30)));
+    List<List<OutboxPublishResult>> batches = new CopyOnWriteArrayList<>();
+    OutboxPublisher recording = new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("the relay publishes Kafka batches with publishAll");
+      }
+
+      @Override
+      public List<OutboxPublishResult> publishAll(List<OutboxMessage> messages) throws Exception {
+        List<OutboxPublishResult> results = kafka.publishAll(messages);
+        batches.add(results);
+        return results;
+      }
+    };
+    RetryPolicy policy = RetryPolicy.builder().maxAttempts(10).initialBackoff(Duration.ofMillis(50))
+        .nonRetryable(RecordTooLargeException.class).build();
+    OutboxRelay relay = closing(OutboxRelay.builder(sessions, recording).batchSize(50)
+        .pollInterval(Duration.ofMillis(50)).retryPolicy(policy).name("kafka-mid-batch-relay").build());
+
+    assertThat(relay.relayOnce()).isEqualTo(18);
+
+    assertThat(batches).singleElement().satisfies(results -> assertThat(results)
+        .extracting(OutboxPublishResult::status).containsExactly(
+            SENT, SENT, SENT, SENT, SENT, SENT, FAILED, SENT, SENT, // A-3 refused
+            SKIPPED, SENT, SENT, SKIPPED, SENT, SENT, SKIPPED, SENT, SENT));
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE sent_at IS NOT NULL")).isEqualTo(14);
+    assertThat(count("SELECT count(DISTINCT sent_at) FROM idem_outbox WHERE sent_at IS NOT NULL"))
+        .as("the batch's sent rows marked in one statement").isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE idempotency_key = 'A-3' AND parked_at IS NOT NULL"
+        + " AND attempts = 1 AND last_error LIKE '%RecordTooLargeException%'")).isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE idempotency_key IN ('A-4', 'A-5', 'A-6')"
+        + " AND sent_at IS NULL AND attempts = 0 AND parked_at IS NULL AND leased_by IS NULL")).isEqualTo(3);
+    Map<String, List<String>> perKey = receivedPayloadsPerKey(14);
+    assertThat(perKey.get("A")).containsExactly("A 1", "A 2");
+    assertThat(perKey.get("B")).containsExactly("B 1", "B 2", "B 3", "B 4", "B 5", "B 6");
+    assertThat(perKey.get(null)).hasSize(6);
+
+    // The operator shrinks the record and unparks it: A goes on, in order.
+    try (SqlSession session = sessions.openSession(true)) {
+      long id = count("SELECT id FROM idem_outbox WHERE idempotency_key = 'A-3'");
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+        s.executeUpdate("UPDATE idem_outbox SET payload = convert_to('A 3', 'UTF8') WHERE id = " + id);
+      }
+      assertThat(Outbox.ofDefaults().unpark(session, id)).isTrue();
+    }
+    assertThat(relay.relayOnce()).isEqualTo(4);
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL")).isZero();
+    assertThat(receivedPayloadsPerKey(18).get("A")).containsExactly("A 1", "A 2", "A 3", "A 4", "A 5", "A 6");
+  }
+
+  /**
+   * The broker goes away in the middle of a batch: the first rows of the batch reach the live
+   * broker, the rest meet an unreachable one (no metadata within the send timeout). The
+   * confirmed rows are marked sent, the others are charged nothing, parked never, and the relay
+   * backs off; back on the live broker, every row is sent once more at most, each key in order.
+   */
+  @Test
+  void anOutageMidBatchChargesNothingAndLosesOrReordersNothing() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 1; i <= 5; i++) {
+      entries.add(new OutboxEntry("A-" + i, topic, "A", ("A " + i).getBytes(StandardCharsets.UTF_8), Map.of()));
+      entries.add(new OutboxEntry("B-" + i, topic, "B", ("B " + i).getBytes(StandardCharsets.UTF_8), Map.of()));
+    }
+    enqueue(entries);
+    KafkaOutboxPublisher down = closing(KafkaOutboxPublisher.create(Map.of(
+        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + closedPort()), Duration.ofMillis(500)));
+    KafkaOutboxPublisher live = closing(KafkaOutboxPublisher.create(Map.of(
+        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaTestClients.bootstrap()), Duration.ofSeconds(30)));
+    AtomicInteger reachable = new AtomicInteger(4); // rows of the next batch the broker still takes
+    OutboxPublisher dying = new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("the relay publishes Kafka batches with publishAll");
+      }
+
+      @Override
+      public List<OutboxPublishResult> publishAll(List<OutboxMessage> messages) throws Exception {
+        int k = Math.min(reachable.get(), messages.size());
+        List<OutboxPublishResult> results = new ArrayList<>(live.publishAll(messages.subList(0, k)));
+        results.addAll(down.publishAll(messages.subList(k, messages.size())));
+        return results;
+      }
+    };
+    RetryPolicy policy = RetryPolicy.builder().maxAttempts(2).initialBackoff(Duration.ofMillis(100))
+        .maxBackoff(Duration.ofMillis(200)).jitter(0).build();
+    OutboxRelay relay = closing(OutboxRelay.builder(sessions, dying).batchSize(50)
+        .pollInterval(Duration.ofMillis(50)).retryPolicy(policy).name("kafka-mid-batch-outage").build());
+
+    assertThat(relay.relayOnce()).isEqualTo(10);
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE sent_at IS NOT NULL")).isEqualTo(4);
+    reachable.set(0);
+    for (int i = 0; i < 3; i++) { // more outages in a row than maxAttempts
+      assertThat(relay.relayOnce()).isEqualTo(6);
+    }
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND attempts = 0"
+        + " AND parked_at IS NULL AND leased_by IS NULL")).as("nothing charged during the outage").isEqualTo(6);
+    assertThat(relay.health().destinationUnavailableUntil()).isNotNull();
+    assertThat(relay.lastStats().failures()).isZero();
+
+    reachable.set(Integer.MAX_VALUE);
+    assertThat(relay.relayOnce()).isEqualTo(6);
+    assertThat(count("SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL OR attempts <> 1 OR parked_at IS NOT NULL")).isZero();
+    Map<String, List<String>> perKey = receivedPayloadsPerKey(10);
+    assertThat(perKey.get("A")).containsExactly("A 1", "A 2", "A 3", "A 4", "A 5");
+    assertThat(perKey.get("B")).containsExactly("B 1", "B 2", "B 3", "B 4", "B 5");
+  }
+
+  /** What the topic holds, payloads per record key (null: keyed by the idempotency key), in offset order. */
+  private Map<String, List<String>> receivedPayloadsPerKey(int count) {
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaTestClients.bootstrap());
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    Map<String, List<String>> perKey = new HashMap<>();
+    int received = 0;
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      List<TopicPartition> partitions = consumer.partitionsFor(topic).stream()
+          .map(p -> new TopicPartition(topic, p.partition())).toList();
+      consumer.assign(partitions);
+      consumer.seekToBeginning(partitions);
+      while (System.nanoTime() < deadline) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+          String key = new String(r.key(), StandardCharsets.UTF_8);
+          String idempotencyKey = new String(r.headers().lastHeader(OutboxMessage.KEY_HEADER).value(), StandardCharsets.UTF_8);
+          perKey.computeIfAbsent(key.equals(idempotencyKey) ? null : key, k -> new ArrayList<>())
+              .add(new String(r.value(), StandardCharsets.UTF_8));
+          received++;
+        }
+        if (received >= count) {
+          break;
+        }
+      }
+      consumer.poll(Duration.ofMillis(300)).forEach(r -> {
+        throw new AssertionError("more records than expected: " + new String(r.value(), StandardCharsets.UTF_8));
+      });
+    }
+    return perKey;
   }
 
   private Set<String> receivedKeys(int count) {

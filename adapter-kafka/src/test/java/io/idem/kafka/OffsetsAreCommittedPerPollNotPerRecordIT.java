@@ -41,14 +41,18 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
         props -> new KafkaConsumer<byte[], byte[]>(props) {
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
-            commitStarts.add(System.nanoTime());
+            if (!handover(offsets)) {
+              commitStarts.add(System.nanoTime());
+            }
             super.commitSync(offsets);
             commits.add(Map.copyOf(offsets));
           }
 
           @Override
           public void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
-            commitStarts.add(System.nanoTime());
+            if (!handover(offsets)) {
+              commitStarts.add(System.nanoTime());
+            }
             super.commitSync(offsets, timeout);
             commits.add(Map.copyOf(offsets));
           }
@@ -76,5 +80,14 @@ class OffsetsAreCommittedPerPollNotPerRecordIT extends KafkaITSupport {
       }
       assertThat(commits).hasSizeLessThan(RECORDS);
     }
+  }
+
+  /**
+   * The adapter's handover marks (at assignment {@link ConsumerLoop#OWNED}, at a clean close {@link
+   * ConsumerLoop#CLEAN}) move no offset forward; the interval is about the commits that do.
+   */
+  private static boolean handover(Map<TopicPartition, OffsetAndMetadata> offsets) {
+    return offsets.values().stream().allMatch(offset -> ConsumerLoop.OWNED.equals(offset.metadata())
+        || ConsumerLoop.CLEAN.equals(offset.metadata()));
   }
 }

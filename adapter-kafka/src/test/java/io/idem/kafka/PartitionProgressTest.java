@@ -129,4 +129,72 @@ class PartitionProgressTest {
     progress.committed(progress.toCommit(List.of(P0, P1)));
     assertThat(progress.anyToCommit(List.of(P0, P1))).isFalse();
   }
+
+  @Test
+  void noWindowFlagsNothing() {
+    assertThat(progress.inWindow(P0)).isFalse();
+    assertThat(progress.flag(P0, 0)).isFalse();
+  }
+
+  @Test
+  void perMessageWindowFlagsThroughDuplicatesAndDeadLettersUntilTheFirstRecordAppliedFresh() {
+    progress.openWindow(P0, 1);
+    assertThat(progress.flag(P0, 10)).as("settled by the dead owner: a duplicate").isTrue();
+    assertThat(progress.flag(P0, 11)).as("dead-lettered again from its decision").isTrue();
+    assertThat(progress.flag(P0, 12)).as("the one the dead owner was in").isTrue();
+    progress.appliedFresh(P0, 12);
+
+    assertThat(progress.inWindow(P0)).isFalse();
+    assertThat(progress.flag(P0, 13)).as("never started by the dead owner").isFalse();
+  }
+
+  @Test
+  void aRetryInThisLifeIsNotFlaggedAgainAndDoesNotCloseTheWindow() {
+    progress.openWindow(P0, 1);
+    assertThat(progress.flag(P0, 3)).isTrue();
+    // it failed (handler, outage, release): sought back and run again, counted in memory
+    assertThat(progress.flag(P0, 3)).isFalse();
+    assertThat(progress.inWindow(P0)).isTrue();
+    progress.appliedFresh(P0, 3);
+    assertThat(progress.flag(P0, 4)).isFalse();
+  }
+
+  @Test
+  void batchWindowFlagsTheRestOfABatchTheDeadOwnerMayHaveStartedBeforeTheFirstRecordAppliedFresh() {
+    progress.openWindow(P0, 3);
+    assertThat(progress.flag(P0, 0)).isTrue();
+    progress.appliedFresh(P0, 0); // the first of a batch of 3 the dead owner had in its handler
+    assertThat(progress.flag(P0, 1)).isTrue();
+    assertThat(progress.flag(P0, 1)).as("its retry").isFalse();
+    assertThat(progress.flag(P0, 2)).isTrue();
+    assertThat(progress.inWindow(P0)).isTrue();
+    assertThat(progress.flag(P0, 3)).as("past any batch that began at or before offset 0").isFalse();
+    assertThat(progress.inWindow(P0)).isFalse();
+  }
+
+  @Test
+  void anAssignmentOpensTheWindowAfreshAndARevocationForgetsIt() {
+    progress.openWindow(P0, 1);
+    progress.openWindow(P1, 1);
+    progress.flag(P0, 0);
+    progress.appliedFresh(P0, 0);
+    progress.forget(List.of(P1));
+
+    assertThat(progress.inWindow(P0)).isFalse();
+    assertThat(progress.inWindow(P1)).isFalse();
+    progress.openWindow(P0, 1);
+    assertThat(progress.flag(P0, 0)).as("fetched again from the committed offset").isTrue();
+  }
+
+  @Test
+  void aCleanMarkHoldsUntilSomethingIsSettledOrCommitted() {
+    progress.knownCommitted(P0, 4);
+    progress.markedClean(List.of(P0));
+    assertThat(progress.committedClean(P0)).isTrue();
+
+    progress.settled(P0, 4, Optional.empty());
+    assertThat(progress.committedClean(P0)).isFalse();
+    progress.committed(Map.of(P0, new OffsetAndMetadata(5)));
+    assertThat(progress.committedClean(P0)).isFalse();
+  }
 }

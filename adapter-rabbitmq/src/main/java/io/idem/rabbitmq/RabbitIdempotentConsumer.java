@@ -7,6 +7,7 @@ import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
+import io.idem.MessageRun;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.AdapterWorker;
@@ -24,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -396,28 +398,84 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   private void consume() {
-    while (!stopping) {
-      Delivery delivery;
-      try {
-        delivery = buffer.poll(POLL.toMillis(), TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        return;
+    // per-message mode: each delivery's claim may travel with the previous delivery's COMMIT
+    // (MessageRun): the worker takes the delivery it announces from the buffer and processes it
+    // next. The run is closed, rolling back a claim sent for a delivery not reached, however this
+    // loop ends.
+    MessageRun run = config.maxBatchSize() == 1 ? pipeline.openRun() : null;
+    Announced announced = new Announced();
+    try {
+      while (!stopping) {
+        Delivery delivery = announced.delivery;
+        announced.delivery = null;
+        if (delivery == null) {
+          try {
+            delivery = buffer.poll(POLL.toMillis(), TimeUnit.MILLISECONDS);
+          } catch (InterruptedException e) {
+            return;
+          }
+          announced.message = null;
+        }
+        if (delivery == null) {
+          continue;
+        }
+        if (stopping) {
+          return; // prefetched, not started: returned unacked when the connection closes
+        }
+        ProcessingOutcome outcome;
+        if (run != null) {
+          if (!delivery.session().isOpen()) {
+            LOG.debug("dropping delivery {} of lost generation {}: RabbitMQ requeued it", delivery.tag(),
+                delivery.session().generation);
+            continue;
+          }
+          MessageRun current = run;
+          outcome = process(delivery, announced, (message, acknowledgement, next) ->
+              current.process(message, acknowledgement, next));
+          if (outcome == null || outcome == ProcessingOutcome.RELEASED) {
+            // whatever escaped the run, or a delivery handed back: start a clean run (close rolls back
+            // a claim carried for the announced delivery, which is still processed next, by its own call)
+            run.close();
+            run = pipeline.openRun();
+          }
+        } else {
+          List<Delivery> batch = takeBatch(delivery);
+          if (batch.isEmpty()) {
+            continue;
+          }
+          outcome = batch.size() == 1 ? process(batch.get(0), null, null) : processBatch(batch);
+        }
+        Delivery first = delivery;
+        if (AdapterWorker.stopsAfter(stopping, outcome, () -> first + " of " + config.queue(), LOG)) {
+          return; // close() interrupted the handler: its delivery went back to the queue unacknowledged
+        }
       }
-      if (delivery == null) {
-        continue;
+    } finally {
+      if (run != null) {
+        run.close();
       }
-      if (stopping) {
-        return; // prefetched, not started: returned unacked when the connection closes
-      }
-      List<Delivery> batch = takeBatch(delivery);
-      if (batch.isEmpty()) {
-        continue;
-      }
-      ProcessingOutcome outcome = batch.size() == 1 ? process(batch.get(0)) : processBatch(batch);
-      if (AdapterWorker.stopsAfter(stopping, outcome, () -> batch.get(0) + " of " + config.queue(), LOG)) {
-        return; // close() interrupted the handler: its delivery went back to the queue unacknowledged
+      Delivery left = announced.delivery;
+      if (left != null && !stopping) {
+        buffer.add(left); // this worker ends: another one takes the delivery it had announced
       }
     }
+  }
+
+  /**
+   * The delivery a run announced as its next one, taken from the buffer for this worker, and the
+   * message built for it then (handed to the run again, so it is not keyed twice). Worker-local.
+   */
+  private static final class Announced {
+    @Nullable Delivery delivery;
+    @Nullable RabbitInboundMessage message;
+    DeliveryAttempts.@Nullable Attempt attempt;
+  }
+
+  /** How one delivery reaches the pipeline: {@link IdempotentConsumer#process} or a run's. */
+  @FunctionalInterface
+  private interface Processing {
+    ProcessingOutcome process(RabbitInboundMessage message, Acknowledgement acknowledgement,
+        Supplier<@Nullable InboundMessage> next);
   }
 
   /**
@@ -518,19 +576,66 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    * it was settled; the worker carries on, except after a {@link VirtualMachineError}, which is
    * rethrown once the delivery is on its way back.
    */
-  private @Nullable ProcessingOutcome process(Delivery delivery) {
+  private @Nullable ProcessingOutcome process(Delivery delivery, @Nullable Announced announced,
+      @Nullable Processing processing) {
     RabbitAcknowledgement[] acknowledgement = new RabbitAcknowledgement[1];
     return AdapterWorker.survive(
         () -> delivery + " of " + config.queue(),
         () -> {
-          DeliveryAttempts.Attempt attempt = attemptOf(delivery);
-          RabbitInboundMessage message = message(delivery, attempt);
+          DeliveryAttempts.Attempt attempt;
+          RabbitInboundMessage message;
+          if (announced != null && announced.message != null && announced.attempt != null) {
+            attempt = announced.attempt; // built when it was announced: the same object goes to the run
+            message = announced.message;
+          } else {
+            attempt = attemptOf(delivery);
+            message = message(delivery, attempt);
+          }
+          if (announced != null) {
+            announced.message = null;
+            announced.attempt = null;
+          }
           acknowledgement[0] = new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun);
-          return pipeline.process(message, acknowledgement[0]);
+          return processing == null || announced == null
+              ? pipeline.process(message, acknowledgement[0])
+              : processing.process(message, acknowledgement[0], () -> announce(delivery, announced));
         },
         () -> acknowledgement[0] == null ? null : acknowledgement[0].record(),
         (failure, after) -> Unsettled.giveBack(config.queue(), delivery, acknowledgement[0], failure, after),
         config.recoveryInterval(), () -> failed = true, LOG); // work() then logs the worker's end
+  }
+
+  /**
+   * Takes the delivery buffered next, if any, for this worker to process right after {@code
+   * current}, and builds its message: asked by a run when {@code current}'s transaction is about to
+   * commit, so that its claim can travel with that COMMIT (not for a possible redelivery: it is
+   * taken, but announced as none). Nothing is taken while closing, nor a
+   * delivery of another session (it goes back to the buffer; one of a lost session is dropped:
+   * RabbitMQ requeued it).
+   */
+  private @Nullable InboundMessage announce(Delivery current, Announced announced) {
+    if (stopping || announced.delivery != null) {
+      return null;
+    }
+    Delivery next = buffer.poll();
+    if (next == null) {
+      return null;
+    }
+    if (next.session() != current.session() || !next.session().isOpen()) {
+      if (next.session().isOpen()) {
+        buffer.add(next);
+      }
+      return null;
+    }
+    announced.delivery = next; // from now on this worker's: processed next even if the run fails
+    DeliveryAttempts.Attempt attempt = attemptOf(next);
+    RabbitInboundMessage message = message(next, attempt);
+    announced.attempt = attempt;
+    announced.message = message;
+    // a possible redelivery writes its attempt on a connection of its own before its claim: its claim
+    // is not carried, so that a worker never holds a carried transaction while it waits for another
+    // pooled connection
+    return attempt.unaccounted() ? null : message;
   }
 
   /** A delivery held through a store outage goes back to the workers; settler thread, no blocking. */

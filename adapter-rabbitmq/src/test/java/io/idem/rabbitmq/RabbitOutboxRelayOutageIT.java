@@ -103,6 +103,16 @@ class RabbitOutboxRelayOutageIT {
 
   @Test
   void aLostConnectionChargesNoRowAndEveryRowIsPublishedWhenItComesBack() throws Exception {
+    lostConnection(false);
+  }
+
+  /** The same through {@link RabbitOutboxPublisher#publishAll}: batches, one wait for the confirms. */
+  @Test
+  void aLostConnectionChargesNoRowOfABatchAndEveryRowIsPublishedWhenItComesBack() throws Exception {
+    lostConnection(true);
+  }
+
+  private void lostConnection(boolean batches) throws Exception {
     Outbox outbox = Outbox.ofDefaults();
     try (SqlSession session = sessions.openSession(false)) {
       for (int i = 0; i < 20; i++) {
@@ -113,7 +123,7 @@ class RabbitOutboxRelayOutageIT {
     }
     RabbitOutboxPublisher rabbit = RabbitOutboxPublisher.create(proxied, "", Duration.ofSeconds(2));
     AtomicInteger failed = new AtomicInteger();
-    OutboxPublisher counting = message -> {
+    OutboxPublisher oneByOne = message -> {
       try {
         rabbit.publish(message);
       } catch (Exception e) {
@@ -121,6 +131,26 @@ class RabbitOutboxRelayOutageIT {
         throw e;
       }
     };
+    OutboxPublisher batching = new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) throws Exception {
+        oneByOne.publish(message);
+      }
+
+      @Override
+      public List<io.idem.spi.OutboxPublishResult> publishAll(List<OutboxMessage> messages) throws Exception {
+        try {
+          List<io.idem.spi.OutboxPublishResult> results = rabbit.publishAll(messages);
+          failed.addAndGet((int) results.stream()
+              .filter(r -> r.status() == io.idem.spi.OutboxPublishResult.Status.FAILED).count());
+          return results;
+        } catch (Exception e) {
+          failed.incrementAndGet();
+          throw e;
+        }
+      }
+    };
+    OutboxPublisher counting = batches ? batching : oneByOne;
     int maxAttempts = 3;
     Duration backoff = Duration.ofMillis(100);
     RetryPolicy policy = RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(backoff)

@@ -34,7 +34,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>A message that already failed an attempt (its attempt is above 1: redelivered by SQS, or
  * retried in process) runs in a transaction of its own, first, so that a message that keeps
  * failing does not roll back a whole batch on every attempt; on a FIFO queue only at the head of
- * its group (order is kept). A batch of one runs through {@link IdempotentConsumer#process}.
+ * its group (order is kept). So does an {@linkplain SqsInboundMessage#unaccountedRedelivery()
+ * unaccounted redelivery} (a message whose handler may have killed the process): it dies alone,
+ * after the deletes of the batches before it were sent ({@link LaneRunner#runAccounted}). A batch
+ * of one runs through {@link IdempotentConsumer#process}.
  *
  * <p>Store outages and transaction retries hold the batch's messages hidden in process for the
  * pipeline's delay and run them again (no attempt counted, nothing handed back). Before each run
@@ -86,7 +89,7 @@ final class BatchRunner {
     List<Delivery> pending = new ArrayList<>(unit);
     if (!fifo) {
       // those that failed before first, each on its own (stable: the others keep their order)
-      pending.sort(Comparator.comparing((Delivery d) -> d.message.deliveryAttempt() == 1));
+      pending.sort(Comparator.comparing((Delivery d) -> !suspect(d)));
     }
     while (!pending.isEmpty()) {
       if (stopping.get()) {
@@ -98,16 +101,26 @@ final class BatchRunner {
     }
   }
 
-  /** A suspect (attempt above 1) alone; otherwise the first-attempt messages, up to the maximum. */
+  /** A suspect alone; otherwise the messages up to the next suspect, at most the maximum. */
   private int batchLength(List<Delivery> pending) {
-    if (pending.get(0).message.deliveryAttempt() > 1) {
+    if (suspect(pending.get(0))) {
       return 1;
     }
     int n = 1;
-    while (n < pending.size() && n < maxBatchSize && pending.get(n).message.deliveryAttempt() == 1) {
+    while (n < pending.size() && n < maxBatchSize && !suspect(pending.get(n))) {
       n++;
     }
     return n;
+  }
+
+  /**
+   * A message that failed before (attempt above 1), or that may have killed the process before
+   * ({@linkplain SqsInboundMessage#unaccountedRedelivery() unaccounted redelivery}): it runs in a
+   * transaction of its own, so that it neither rolls back a batch on each attempt nor takes a
+   * batch down with it when it halts the JVM.
+   */
+  private static boolean suspect(Delivery delivery) {
+    return delivery.message.deliveryAttempt() > 1 || delivery.message.unaccountedRedelivery();
   }
 
   /**
@@ -140,9 +153,9 @@ final class BatchRunner {
     }
     BatchResult result;
     try {
-      result = run(ready, acks);
+      result = lanes.runAccounted(ready, () -> run(ready, acks));
     } catch (VirtualMachineError e) {
-      lanes.fail(concat(unsettled(ready, acks), tail), e);
+      lanes.fail(unsettled(ready, acks), tail, e);
       throw e;
     } catch (Throwable e) {
       failed(ready, acks, tail, e);

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,6 +33,12 @@ import org.slf4j.LoggerFactory;
  * running (issue 11). A retried message with nothing behind it in the batch goes back to SQS with
  * its visibility set to the backoff (its group stays locked meanwhile). A message that could not
  * be settled, or whose visibility ran out, stops its lane: the rest is handed back.
+ *
+ * <p><b>Process deaths.</b> A message flagged as an {@linkplain
+ * SqsInboundMessage#unaccountedRedelivery() unaccounted redelivery} (its handler may have killed
+ * the process before) has the pending batched deletes sent before its handler runs; the pipeline
+ * counts its attempt in the store first and dead-letters it past {@code maxAttempts} without
+ * running it ({@link #runAccounted}).
  *
  * <p>Batch mode ({@link BatchRunner}) uses the same pieces: the readiness check before a message
  * starts, its acknowledgement, holding in process, and what is done when processing throws.
@@ -135,7 +142,7 @@ final class LaneRunner {
       try {
         goOn = ready(delivery) ? process(delivery, hasTail) : !fifo;
       } catch (VirtualMachineError e) {
-        fail(lane.subList(i, lane.size()), e);
+        fail(List.of(delivery), lane.subList(i + 1, lane.size()), e);
         throw e;
       } catch (Throwable e) {
         // a failed acknowledgement, or an Error the pipeline does not catch (from a listener…):
@@ -186,7 +193,7 @@ final class LaneRunner {
     ProcessingOutcome outcome;
     while (true) {
       SqsAcknowledgement acknowledgement = acknowledgement(delivery, retryInProcess);
-      outcome = runPipeline(delivery, acknowledgement);
+      outcome = runAccounted(delivery, () -> runPipeline(delivery, acknowledgement));
       Duration wait = acknowledgement.heldForStore();
       if (wait == null && outcome == ProcessingOutcome.RETRY) {
         wait = acknowledgement.heldForRetry();
@@ -216,15 +223,48 @@ final class LaneRunner {
   }
 
   /**
+   * Runs {@code run} — the pipeline on {@code deliveries} — recording in the {@link AttemptLedger}
+   * that their handlers started, and, unless a {@link VirtualMachineError} ends the run (it stops
+   * the consumer: whoever receives them next must count that run), that they ended. Before an
+   * {@linkplain SqsInboundMessage#unaccountedRedelivery() unaccounted redelivery} runs — it may
+   * kill the process again — the pending batched deletes are sent, so that the messages already
+   * applied are not received again because their deletes died with the process.
+   */
+  <T> T runAccounted(List<Delivery> deliveries, Supplier<T> run) {
+    if (deliveries.stream().anyMatch(d -> d.message.unaccountedRedelivery())) {
+      deletes.flush();
+    }
+    deliveries.forEach(d -> ledger.started(d.messageId()));
+    T result;
+    try {
+      result = run.get();
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (RuntimeException | Error e) {
+      deliveries.forEach(d -> ledger.ended(d.messageId()));
+      throw e;
+    }
+    deliveries.forEach(d -> ledger.ended(d.messageId()));
+    return result;
+  }
+
+  private <T> T runAccounted(Delivery delivery, Supplier<T> run) {
+    return runAccounted(List.of(delivery), run);
+  }
+
+  /**
    * Redrive mode: a message the pipeline gave up on already (or past {@code maxAttempts}) is
-   * handed back unprocessed for the queue's {@code RedrivePolicy} to move.
+   * handed back unprocessed for the queue's {@code RedrivePolicy} to move. An unaccounted
+   * redelivery is not judged by its receive count, which the deaths of other messages' handlers
+   * may have raised: the pipeline counts its attempts in the store and decides.
    *
    * @return true when it was handed back
    */
   boolean handedBackAsGivenUp(Delivery delivery) {
     if (deadLetters.viaRedrivePolicy()
         && (givenUp.contains(delivery.messageId())
-            || delivery.message.deliveryAttempt() > pipeline.retryPolicy().maxAttempts())) {
+            || (!delivery.message.unaccountedRedelivery()
+                && delivery.message.deliveryAttempt() > pipeline.retryPolicy().maxAttempts()))) {
       LOG.debug("{} was given up already; handed back for the RedrivePolicy", delivery);
       keeper.handBack(List.of(delivery));
       return true;
@@ -317,15 +357,19 @@ final class LaneRunner {
   }
 
   /**
-   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the message in hand
-   * and the rest of its lane, without calling SQS, so that they reappear when their visibility
-   * runs out; and stop the consumer.
+   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the messages in hand
+   * and the rest of their lane, without calling SQS, so that they reappear when their visibility
+   * runs out; and stop the consumer. The ones in hand stay started in the {@link AttemptLedger}
+   * (their next receive is an unaccounted redelivery: the run counts); the rest never ran, and
+   * their next receive is not counted as an attempt.
    */
-  void fail(List<Delivery> rest, VirtualMachineError error) {
-    rest.forEach(keeper::forget);
+  void fail(List<Delivery> inHand, List<Delivery> notStarted, VirtualMachineError error) {
+    inHand.forEach(keeper::forget);
+    notStarted.forEach(keeper::leave);
     stopping.set(true); // no more receives; the other lanes hand back what they have not started
     LOG.error("SQS consumer on {} stops: {} while processing {}; it and the {} message(s) behind it"
-        + " reappear when their visibility runs out", config.queueName(), error, rest.get(0), rest.size() - 1);
+        + " reappear when their visibility runs out", config.queueName(), error,
+        inHand.size() == 1 ? inHand.get(0) : inHand.size() + " messages", notStarted.size());
   }
 
   /**

@@ -18,8 +18,9 @@ import software.amazon.awssdk.services.sqs.model.ReceiveMessageRequest;
 
 /**
  * The poller thread's loop: long-polls {@code ReceiveMessage}, holds what it got (the heartbeat
- * extends it from then on), gives each message the attempt its handler runs stand for ({@link
- * AttemptLedger}) and has the {@link Dispatch} run the batch; the next receive follows when the
+ * extends it from then on), gives each message the attempt its handler runs stand for and flags
+ * the receives that may follow a handler run nobody counted ({@link AttemptLedger}), and has the
+ * {@link Dispatch} run the batch; the next receive follows when the
  * batch is done and its deletes were flushed. Records, for {@code health()}, when the last receive
  * succeeded and whether the last one failed. Runs on one thread; its health fields are read from
  * any.
@@ -121,9 +122,10 @@ final class Receiver implements Runnable {
     for (Message message : messages) {
       SqsInboundMessage read = SqsInboundMessage.of(config.queueName(), message, receivedAt);
       int receiveCount = read.deliveryAttempt();
-      int attempt = ledger.attempt(read.brokerMessageId(), receiveCount);
+      AttemptLedger.Attempt attempt = ledger.receive(read.brokerMessageId(), receiveCount);
+      SqsInboundMessage counted = attempt.number() == receiveCount ? read : read.withDeliveryAttempt(attempt.number());
       Delivery delivery = new Delivery(
-          attempt == receiveCount ? read : read.withDeliveryAttempt(attempt), receiveCount, visibleUntil);
+          counted.withUnaccountedRedelivery(attempt.unaccounted()), receiveCount, visibleUntil);
       keeper.hold(delivery);
       batch.add(delivery);
     }

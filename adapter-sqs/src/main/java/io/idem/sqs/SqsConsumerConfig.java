@@ -1,5 +1,6 @@
 package io.idem.sqs;
 
+import io.idem.spi.Settings;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
@@ -366,19 +367,13 @@ public final class SqsConsumerConfig {
     public SqsConsumerConfig build() {
       String name = queueName(queueUrl);
       wholeSeconds("waitTime", waitTime, Duration.ZERO, MAX_WAIT_TIME);
-      if (maxMessages < 1 || maxMessages > MAX_MESSAGES) {
-        throw new IllegalArgumentException("maxMessages must be between 1 and 10, but was " + maxMessages);
-      }
+      Settings.inRange("maxMessages", maxMessages, 1, MAX_MESSAGES);
       wholeSeconds("visibilityTimeout", visibilityTimeout, Duration.ofSeconds(1), MAX_VISIBILITY_TIMEOUT);
       if (!(heartbeatShare > 0.0 && heartbeatShare < 1.0)) {
         throw new IllegalArgumentException("heartbeatShare must be in (0, 1), but was " + heartbeatShare);
       }
-      if (concurrency < 1) {
-        throw new IllegalArgumentException("concurrency must be >= 1, but was " + concurrency);
-      }
-      if (maxBatchSize < 1) {
-        throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
-      }
+      Settings.atLeast("concurrency", concurrency, 1);
+      Settings.atLeast("maxBatchSize", maxBatchSize, 1);
       Duration margin = safetyMargin(visibilityTimeout);
       if (waitTime.compareTo(visibilityTimeout.minus(margin)) >= 0) {
         throw new IllegalArgumentException("waitTime (" + waitTime.getSeconds() + " s) must be shorter than"
@@ -398,14 +393,10 @@ public final class SqsConsumerConfig {
               "deadLetterQueueUrl must differ from queueUrl, but was " + deadLetterQueueUrl);
         }
       }
-      if (shutdownTimeout.isNegative() || shutdownTimeout.isZero()) {
-        throw new IllegalArgumentException("shutdownTimeout must be positive, but was " + shutdownTimeout);
-      }
-      if (pollErrorBackoff.isNegative()) {
-        throw new IllegalArgumentException("pollErrorBackoff must not be negative, but was " + pollErrorBackoff);
-      }
-      if (region != null && region.isBlank()) {
-        throw new IllegalArgumentException("region must not be blank, but was '" + region + "'");
+      Settings.positive("shutdownTimeout", shutdownTimeout);
+      Settings.notNegative("pollErrorBackoff", pollErrorBackoff);
+      if (region != null) {
+        Settings.notBlank("region", region);
       }
       return new SqsConsumerConfig(this, name);
     }

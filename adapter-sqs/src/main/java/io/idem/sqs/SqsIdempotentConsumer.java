@@ -50,7 +50,14 @@ import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
  * <p><b>Attempts</b> are handler runs, not receives (issue 11): the delivery attempt is
  * {@code ApproximateReceiveCount} less the receives this consumer ended without a handler run
  * (handed back unstarted, skipped near expiry, released at close), plus the retries it ran in
- * process ({@link AttemptLedger}).
+ * process ({@link AttemptLedger}). A receive with a count above 1 whose earlier receive this JVM
+ * does not know the end of (never seen, or its handler started without an outcome) is flagged
+ * {@link SqsInboundMessage#unaccountedRedelivery()}: the handler may have killed the process, so
+ * the pipeline counts the attempt in the store before running it, and dead-letters a message that
+ * keeps killing the process after at most {@code maxAttempts} deaths (docs/FAILURES.md, "Attempts
+ * that survive the process"). The pending batched deletes are sent before such a message runs,
+ * and in batch mode it runs alone. {@link #start()} warns when the queue's {@code maxReceiveCount}
+ * is not above {@code maxAttempts}: SQS would move such a message first, without Idem's reason.
  *
  * <p><b>Visibility.</b> Every message this consumer holds (waiting its turn, in the handler, or
  * waiting for its batched delete) is extended back to a full visibility timeout with
@@ -263,11 +270,8 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
             + " logged; configure deadLetterQueueUrl to keep it", config.queueUrl());
         letters = DeadLetters.redrivePolicy(keeper, config.queueUrl());
       }
-      if (maxReceiveCount != null && maxReceiveCount < maxAttempts) {
-        LOG.warn("queue {} moves messages to its dead-letter queue after maxReceiveCount={} receives, fewer"
-            + " than the retry policy's maxAttempts={}: Idem dead-letters a message when its receive count"
-            + " reaches {} (with a reason{}); raise maxReceiveCount to use every attempt", config.queueUrl(),
-            maxReceiveCount, maxAttempts, maxReceiveCount, letters.viaRedrivePolicy() ? " only in the log" : "");
+      if (maxReceiveCount != null && maxReceiveCount <= maxAttempts) {
+        warnRedriveLimit(maxReceiveCount, maxAttempts, letters.viaRedrivePolicy());
       }
       LaneRunner runner = new LaneRunner(config, pipeline, keeper, ledger, deletes, letters, fifo, maxReceiveCount,
           stopping);
@@ -280,6 +284,26 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
           maxAttempts, maxReceiveCount == null ? "" : ", RedrivePolicy maxReceiveCount " + maxReceiveCount);
       LOG.debug("SQS consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
     }
+  }
+
+  /**
+   * A {@code RedrivePolicy} that can act before Idem: a failing message is dead-lettered by Idem
+   * at the lower limit, but a message whose handler kills the process is dead-lettered by Idem
+   * only on the receive after its {@code maxAttempts}-th death, before its handler runs — SQS
+   * moves it first, without Idem's reason, unless {@code maxReceiveCount} is above
+   * {@code maxAttempts}; and every death is a receive more for the messages received with it.
+   */
+  private void warnRedriveLimit(int maxReceiveCount, int maxAttempts, boolean viaRedrivePolicy) {
+    String failures = maxReceiveCount < maxAttempts
+        ? "a failing message is dead-lettered by Idem when its receive count reaches " + maxReceiveCount
+            + " (with a reason" + (viaRedrivePolicy ? " only in the log" : "") + "), not after maxAttempts; "
+        : "";
+    LOG.warn("queue {} moves messages to its dead-letter queue after maxReceiveCount={} receives, not more"
+        + " than the retry policy's maxAttempts={}: {}a message whose handler kills the process is moved by SQS"
+        + " after {} deaths without Idem's reason (Idem dead-letters it, without running it, on the"
+        + " receive after death number {}); set maxReceiveCount to at least {} (2 × maxAttempts: the"
+        + " messages received with it are received again after each death)", config.queueUrl(), maxReceiveCount,
+        maxAttempts, failures, maxReceiveCount, maxAttempts, 2 * maxAttempts);
   }
 
   /** The dead-letter queue's {@code MaximumMessageSize} (bytes), the SQS default when unreadable. */

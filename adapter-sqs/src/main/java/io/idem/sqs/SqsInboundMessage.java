@@ -41,6 +41,8 @@ import software.amazon.awssdk.services.sqs.model.MessageSystemAttributeName;
  *       was lost still counts) as {@link #of} reads it; {@link SqsIdempotentConsumer} subtracts the
  *       receives it handed back without running the handler and adds the retries it ran in
  *       process (a FIFO message retried ahead of the rest of its group).
+ *   <li>{@link #unaccountedRedelivery()} — set by the consumer for a receive that may follow a
+ *       handler run nobody counted (the process died during it).
  * </ul>
  *
  * <p>Producers write messages this adapter reads back unchanged with
@@ -66,11 +68,12 @@ public final class SqsInboundMessage implements InboundMessage {
   private final byte[] payload;
   private final int deliveryAttempt;
   private final Instant receivedAt;
+  private final boolean unaccountedRedelivery;
   private int brokerAttemptLimit = Integer.MAX_VALUE;
 
   private SqsInboundMessage(
       String source, Message message, Map<String, String> headers, Set<String> undecodable,
-      byte[] payload, int deliveryAttempt, Instant receivedAt) {
+      byte[] payload, int deliveryAttempt, Instant receivedAt, boolean unaccountedRedelivery) {
     this.source = source;
     this.message = message;
     this.headers = headers;
@@ -78,6 +81,7 @@ public final class SqsInboundMessage implements InboundMessage {
     this.payload = payload;
     this.deliveryAttempt = deliveryAttempt;
     this.receivedAt = receivedAt;
+    this.unaccountedRedelivery = unaccountedRedelivery;
   }
 
   /**
@@ -97,7 +101,7 @@ public final class SqsInboundMessage implements InboundMessage {
     DecodedHeaders headers = decoded.build();
     return new SqsInboundMessage(
         source, message, headers.text(), headers.undecodable(),
-        payload(message, headers.text()), receiveCount(message), receivedAt);
+        payload(message, headers.text()), receiveCount(message), receivedAt, false);
   }
 
   /**
@@ -123,7 +127,28 @@ public final class SqsInboundMessage implements InboundMessage {
    * count of handler runs where it differs from {@code ApproximateReceiveCount}.
    */
   SqsInboundMessage withDeliveryAttempt(int attempt) {
-    return new SqsInboundMessage(source, message, headers, undecodable, payload, attempt, receivedAt);
+    return new SqsInboundMessage(
+        source, message, headers, undecodable, payload, attempt, receivedAt, unaccountedRedelivery);
+  }
+
+  /**
+   * True when SQS received this message before ({@code ApproximateReceiveCount} above 1) and the
+   * consumer does not know how that receive ended: it never saw the message (another process, or
+   * this one before a restart, received it — and may have died in its handler), or it started its
+   * handler and never saw an outcome (an {@code Error} stopped the consumer). The pipeline then
+   * counts the attempt in the store before the handler runs (docs/FAILURES.md, "Attempts that
+   * survive the process"). False for a first receive, for a receive after this consumer's own
+   * retry or hand-back, and as read by {@link #of}.
+   */
+  @Override
+  public boolean unaccountedRedelivery() {
+    return unaccountedRedelivery;
+  }
+
+  /** The same delivery with {@link #unaccountedRedelivery()} set to {@code value}. */
+  SqsInboundMessage withUnaccountedRedelivery(boolean value) {
+    return value == unaccountedRedelivery ? this : new SqsInboundMessage(
+        source, message, headers, undecodable, payload, deliveryAttempt, receivedAt, value);
   }
 
   private static void decode(DecodedHeaders.Builder decoded, String name, MessageAttributeValue value) {
@@ -230,7 +255,8 @@ public final class SqsInboundMessage implements InboundMessage {
   @Override
   public String toString() {
     return "SqsInboundMessage[queue=" + source + ", messageId=" + message.messageId()
-        + ", attempt=" + deliveryAttempt + ", headers=" + headers.keySet()
+        + ", attempt=" + deliveryAttempt + (unaccountedRedelivery ? ", unaccountedRedelivery" : "")
+        + ", headers=" + headers.keySet()
         + ", payload=" + payload.length + " bytes]";
   }
 

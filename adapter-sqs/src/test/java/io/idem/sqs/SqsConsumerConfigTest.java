@@ -34,8 +34,8 @@ class SqsConsumerConfigTest {
   void validationNamesTheSettingAndTheValue() {
     rejects(b -> b.waitTime(Duration.ofSeconds(21)), "waitTime must be whole seconds between 0 s and 20 s, but was PT21S");
     rejects(b -> b.waitTime(Duration.ofMillis(500)), "waitTime must be whole seconds between 0 s and 20 s, but was PT0.5S");
-    rejects(b -> b.maxMessages(0), "maxMessages must be between 1 and 10, but was 0");
-    rejects(b -> b.maxMessages(11), "maxMessages must be between 1 and 10, but was 11");
+    rejects(b -> b.maxMessages(0), "maxMessages must be in 1..10, but was 0");
+    rejects(b -> b.maxMessages(11), "maxMessages must be in 1..10, but was 11");
     rejects(b -> b.visibilityTimeout(Duration.ZERO), "visibilityTimeout must be whole seconds between 1 s and 43200 s, but was PT0S");
     rejects(b -> b.visibilityTimeout(Duration.ofHours(13)), "visibilityTimeout must be whole seconds between 1 s and 43200 s, but was PT13H");
     rejects(b -> b.heartbeatShare(1.0), "heartbeatShare must be in (0, 1), but was 1.0");

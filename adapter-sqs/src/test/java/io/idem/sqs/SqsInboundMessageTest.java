@@ -125,4 +125,18 @@ class SqsInboundMessageTest {
         .extract(SqsInboundMessage.of("q", blank, AT))).reason())
         .isEqualTo("message attribute 'idempotency-key' is present but blank");
   }
+
+  @Test
+  void theUnaccountedRedeliveryFlagIsSetByTheConsumerAndKeptAcrossAttempts() {
+    Message message = Message.builder().messageId("m-1").receiptHandle("rh-1").body("{}")
+        .attributes(Map.of(MessageSystemAttributeName.APPROXIMATE_RECEIVE_COUNT, "2")).build();
+    SqsInboundMessage read = SqsInboundMessage.of("orders", message, AT);
+    assertThat(read.unaccountedRedelivery()).as("as read").isFalse();
+
+    SqsInboundMessage flagged = read.withUnaccountedRedelivery(true);
+    assertThat(flagged.unaccountedRedelivery()).isTrue();
+    assertThat(flagged.withDeliveryAttempt(3).unaccountedRedelivery()).as("an in-process retry").isTrue();
+    assertThat(flagged.withDeliveryAttempt(3).deliveryAttempt()).isEqualTo(3);
+    assertThat(flagged.toString()).contains("unaccountedRedelivery");
+  }
 }

@@ -88,6 +88,16 @@ class SqsOutboxRelayOutageIT {
 
   @Test
   void anUnreachableEndpointChargesNoRowAndEveryRowIsSentWhenItComesBack() throws Exception {
+    unreachable(false);
+  }
+
+  /** The same through {@link SqsOutboxPublisher#publishAll}: {@code SendMessageBatch} requests. */
+  @Test
+  void anUnreachableEndpointChargesNoRowOfABatchAndEveryRowIsSentWhenItComesBack() throws Exception {
+    unreachable(true);
+  }
+
+  private void unreachable(boolean batches) throws Exception {
     Outbox outbox = Outbox.ofDefaults();
     try (SqlSession session = sessions.openSession(false)) {
       for (int i = 0; i < 10; i++) {
@@ -98,7 +108,7 @@ class SqsOutboxRelayOutageIT {
     }
     SqsOutboxPublisher sqs = SqsOutboxPublisher.create(proxied);
     AtomicInteger failed = new AtomicInteger();
-    OutboxPublisher counting = message -> {
+    OutboxPublisher oneByOne = message -> {
       try {
         sqs.publish(message);
       } catch (Exception e) {
@@ -106,6 +116,21 @@ class SqsOutboxRelayOutageIT {
         throw e;
       }
     };
+    OutboxPublisher batching = new OutboxPublisher() {
+      @Override
+      public void publish(io.idem.spi.OutboxMessage message) throws Exception {
+        oneByOne.publish(message);
+      }
+
+      @Override
+      public java.util.List<io.idem.spi.OutboxPublishResult> publishAll(java.util.List<io.idem.spi.OutboxMessage> messages) {
+        java.util.List<io.idem.spi.OutboxPublishResult> results = sqs.publishAll(messages);
+        failed.addAndGet((int) results.stream()
+            .filter(r -> r.status() == io.idem.spi.OutboxPublishResult.Status.FAILED).count());
+        return results;
+      }
+    };
+    OutboxPublisher counting = batches ? batching : oneByOne;
     int maxAttempts = 3;
     Duration backoff = Duration.ofMillis(100);
     RetryPolicy policy = RetryPolicy.builder().maxAttempts(maxAttempts).initialBackoff(backoff)

@@ -224,6 +224,12 @@ final class RabbitDemoBroker implements DemoBroker {
         }
 
         @Override
+        public java.util.List<io.idem.spi.OutboxPublishResult> publishAll(java.util.List<OutboxMessage> messages)
+            throws Exception {
+          return publisher.publishAll(messages);
+        }
+
+        @Override
         public void close() throws Exception {
           publisher.close();
           connection.close();

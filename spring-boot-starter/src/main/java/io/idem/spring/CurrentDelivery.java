@@ -18,12 +18,15 @@ final class CurrentDelivery {
   private final String kind;
   private final Object message;
   private final @Nullable KafkaBudget budget;
+  private final @Nullable KafkaAssignments assignments;
   private boolean reached;
 
-  private CurrentDelivery(String kind, Object message, @Nullable KafkaBudget budget) {
+  private CurrentDelivery(String kind, Object message, @Nullable KafkaBudget budget,
+      @Nullable KafkaAssignments assignments) {
     this.kind = kind;
     this.message = message;
     this.budget = budget;
+    this.assignments = assignments;
   }
 
   /** What the container hands over: one native message, or (Kafka batch) the list of records. */
@@ -39,6 +42,14 @@ final class CurrentDelivery {
   /** Kafka only: how long the call may hold the records before it must hand them back. */
   @Nullable KafkaBudget budget() {
     return budget;
+  }
+
+  /**
+   * Kafka only: which records of the container's partitions may have been run before, uncounted
+   * (the partition not yet settled by an applied record in this life).
+   */
+  @Nullable KafkaAssignments assignments() {
+    return assignments;
   }
 
   /** Whether an {@code @Idempotent} method was reached with this delivery (so Idem settled it). */
@@ -61,8 +72,17 @@ final class CurrentDelivery {
    */
   static <T> T with(String kind, Object message, @Nullable KafkaBudget budget, Body<T> body)
       throws Exception {
+    return with(kind, message, budget, null, body);
+  }
+
+  /**
+   * Runs {@code body} with {@code message} as this thread's delivery of a Kafka container whose
+   * partitions {@code assignments} tracks, restoring the previous one afterwards.
+   */
+  static <T> T with(String kind, Object message, @Nullable KafkaBudget budget,
+      @Nullable KafkaAssignments assignments, Body<T> body) throws Exception {
     CurrentDelivery previous = CURRENT.get();
-    CurrentDelivery current = new CurrentDelivery(kind, message, budget);
+    CurrentDelivery current = new CurrentDelivery(kind, message, budget, assignments);
     CURRENT.set(current);
     try {
       return body.run(current);

@@ -137,7 +137,8 @@ public class IdemAutoConfiguration {
       return RetentionJob.builder(delegate)
           .retention(properties.getRetention().getRetention())
           .interval(properties.getRetention().getInterval())
-          .build();
+          .acceptReplaysBeyondWindow(properties.getRetention().isAcceptReplaysBeyondWindow())
+          .build(); // no horizons yet: the listeners' are checked at start-up (IdempotentListenerContainers)
     }
 
     /** {@code idem.consumers.*}, started and stopped with the context. */

@@ -15,9 +15,9 @@ import org.springframework.kafka.support.Acknowledgment;
 /**
  * Idem's wrappers around a Spring Kafka container's listener (the way Spring Kafka's own {@code
  * FilteringMessageListenerAdapter} wraps one): each puts the record, or the poll's records, in
- * {@link CurrentDelivery} with the container's {@link KafkaBudget} and calls the container's
- * listener, which converts them and calls the {@link Idempotent} method. A record the container
- * could not convert for the method goes to {@link Unconvertible}.
+ * {@link CurrentDelivery} with the container's {@link KafkaBudget} and {@link KafkaAssignments},
+ * and calls the container's listener, which converts them and calls the {@link Idempotent}
+ * method. A record the container could not convert for the method goes to {@link Unconvertible}.
  */
 final class IdemKafkaCapture {
   private IdemKafkaCapture() {}
@@ -26,12 +26,15 @@ final class IdemKafkaCapture {
   static final class Records extends AbstractDelegatingMessageListenerAdapter<MessageListener<Object, Object>>
       implements AcknowledgingConsumerAwareMessageListener<Object, Object> {
     private final KafkaBudget budget;
+    private final KafkaAssignments assignments;
     private final Method method;
     private final Unconvertible unconvertible;
 
-    Records(MessageListener<Object, Object> delegate, KafkaBudget budget, Method method, Unconvertible unconvertible) {
+    Records(MessageListener<Object, Object> delegate, KafkaBudget budget, KafkaAssignments assignments,
+        Method method, Unconvertible unconvertible) {
       super(delegate);
       this.budget = budget;
+      this.assignments = assignments;
       this.method = method;
       this.unconvertible = unconvertible;
     }
@@ -40,7 +43,7 @@ final class IdemKafkaCapture {
     public void onMessage(ConsumerRecord<Object, Object> record, @Nullable Acknowledgment acknowledgment,
         @Nullable Consumer<?, ?> consumer) {
       try {
-        CurrentDelivery.with("kafka", record, budget, delivery -> {
+        CurrentDelivery.with("kafka", record, budget, assignments, delivery -> {
           try {
             switch (delegateType) {
               case ACKNOWLEDGING_CONSUMER_AWARE -> delegate.onMessage(record, acknowledgment, consumer);
@@ -83,17 +86,19 @@ final class IdemKafkaCapture {
   static final class Batches extends AbstractDelegatingMessageListenerAdapter<BatchMessageListener<Object, Object>>
       implements BatchAcknowledgingConsumerAwareMessageListener<Object, Object> {
     private final KafkaBudget budget;
+    private final KafkaAssignments assignments;
 
-    Batches(BatchMessageListener<Object, Object> delegate, KafkaBudget budget) {
+    Batches(BatchMessageListener<Object, Object> delegate, KafkaBudget budget, KafkaAssignments assignments) {
       super(delegate);
       this.budget = budget;
+      this.assignments = assignments;
     }
 
     @Override
     public void onMessage(List<ConsumerRecord<Object, Object>> records, @Nullable Acknowledgment acknowledgment,
         @Nullable Consumer<?, ?> consumer) {
       try {
-        CurrentDelivery.with("kafka", records, budget, delivery -> {
+        CurrentDelivery.with("kafka", records, budget, assignments, delivery -> {
           switch (delegateType) {
             case ACKNOWLEDGING_CONSUMER_AWARE -> delegate.onMessage(records, acknowledgment, consumer);
             case ACKNOWLEDGING -> delegate.onMessage(records, acknowledgment);

@@ -76,6 +76,7 @@ class IdemOutboxConfiguration {
         .batchSize(relay.getBatchSize())
         .pollInterval(relay.getPollInterval())
         .closeTimeout(relay.getCloseTimeout())
+        .leaseDuration(relay.getLeaseDuration())
         .retryPolicy(relay.retryPolicy())
         .name(relay.getName())
         .build(), ours);

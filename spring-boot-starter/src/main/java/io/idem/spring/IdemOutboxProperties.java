@@ -83,6 +83,10 @@ public class IdemOutboxProperties {
       errors.rejectValue("outbox.relay.closeTimeout", "min",
           "idem.outbox.relay.close-timeout must not be negative, but was " + relay.getCloseTimeout());
     }
+    if (relay.getLeaseDuration().isNegative() || relay.getLeaseDuration().isZero()) {
+      errors.rejectValue("outbox.relay.leaseDuration", "min",
+          "idem.outbox.relay.lease-duration must be positive, but was " + relay.getLeaseDuration());
+    }
     try {
       relay.retryPolicy();
     } catch (IllegalArgumentException e) {
@@ -103,6 +107,12 @@ public class IdemOutboxProperties {
 
     /** How long stopping waits for the batch in flight. */
     private Duration closeTimeout = OutboxRelay.DEFAULT_CLOSE_TIMEOUT;
+
+    /**
+     * How long a claimed batch is this relay's: a relay that died gives its rows back after it.
+     * Longer than the publisher's timeout for one publish.
+     */
+    private Duration leaseDuration = OutboxRelay.DEFAULT_LEASE_DURATION;
 
     /** The relay thread's name, and the logs'. */
     private String name = "idem-outbox-relay";
@@ -142,6 +152,14 @@ public class IdemOutboxProperties {
 
     public Duration getCloseTimeout() {
       return closeTimeout;
+    }
+
+    public Duration getLeaseDuration() {
+      return leaseDuration;
+    }
+
+    public void setLeaseDuration(Duration leaseDuration) {
+      this.leaseDuration = leaseDuration;
     }
 
     public void setCloseTimeout(Duration closeTimeout) {

@@ -81,6 +81,12 @@ final class IdemOutboxPublishers {
         }
 
         @Override
+        public java.util.List<io.idem.spi.OutboxPublishResult> publishAll(java.util.List<io.idem.spi.OutboxMessage> messages)
+            throws Exception {
+          return publisher.publishAll(messages);
+        }
+
+        @Override
         public void close() throws Exception {
           try {
             publisher.close();

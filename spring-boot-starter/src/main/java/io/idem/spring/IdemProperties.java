@@ -349,6 +349,20 @@ public class IdemProperties implements Validator {
     /** Pause between two runs. */
     private Duration interval = RetentionJob.DEFAULT_INTERVAL;
 
+    /**
+     * Accept a listener source whose redeliveries are unbounded (a compacted topic, infinite
+     * retention): a message older than the retention is then applied again.
+     */
+    private boolean acceptReplaysBeyondWindow;
+
+    public boolean isAcceptReplaysBeyondWindow() {
+      return acceptReplaysBeyondWindow;
+    }
+
+    public void setAcceptReplaysBeyondWindow(boolean acceptReplaysBeyondWindow) {
+      this.acceptReplaysBeyondWindow = acceptReplaysBeyondWindow;
+    }
+
     public boolean isEnabled() {
       return enabled;
     }

@@ -1,5 +1,7 @@
 package io.idem.spring;
 
+import io.idem.spi.RedeliveryHorizon;
+import io.idem.store.jdbc.RetentionJob;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -113,11 +115,51 @@ final class IdempotentListenerContainers implements SmartLifecycle, org.springfr
       throw new IllegalStateException("Idem: listener containers of @Idempotent methods that could"
           + " lose a message or acknowledge it before Idem's commit: " + String.join("; ", refused));
     }
+    checkRetentionWindow(containers);
     for (ListenerContainers.Container container : containers) {
       container.takeOver();
       LOG.info("Idem owns {}", container.settings());
     }
     running = true;
+  }
+
+  /**
+   * The starter's own {@code RetentionJob} is built before the listeners are known, without
+   * horizons: here its window ({@code idem.retention.retention}) is checked against the horizons of
+   * the {@code @Idempotent} listeners' sources, by store-jdbc's rule ({@link
+   * RetentionJob#checkWindow}), and start-up fails when a marker could be purged before its
+   * message's last redelivery. A horizon that cannot be read (the broker down at start-up) is
+   * logged at WARN and not checked: listener containers start without their broker too. A {@code
+   * RetentionJob} bean of the application's own is left alone: it declares its horizons itself.
+   */
+  private void checkRetentionWindow(List<ListenerContainers.Container> containers) {
+    IdemProperties properties = context.getBeanProvider(IdemProperties.class).getIfAvailable();
+    RetentionJob job = context.getBeanProvider(RetentionJob.class).getIfAvailable();
+    if (properties == null || job == null || !properties.getRetention().isEnabled() || !job.horizons().isEmpty()) {
+      return;
+    }
+    List<String> unreadable = new ArrayList<>();
+    List<RedeliveryHorizon> horizons = new ArrayList<>();
+    for (ListenerContainers.Container container : containers) {
+      container.horizons(unreadable).forEach(h -> horizons.add(() -> h));
+    }
+    for (String source : unreadable) {
+      LOG.warn("Idem: the redelivery horizon of {} could not be read, so idem.retention.retention {} is not"
+          + " checked against it", source, properties.getRetention().getRetention());
+    }
+    if (horizons.isEmpty()) {
+      return;
+    }
+    try {
+      List<RedeliveryHorizon.Horizon> read = RetentionJob.checkWindow(properties.getRetention().getRetention(),
+          horizons, properties.getRetention().isAcceptReplaysBeyondWindow());
+      LOG.info("Idem: idem.retention.retention {} is longer than the redelivery horizons of the @Idempotent"
+          + " listeners' sources {}", properties.getRetention().getRetention(), read);
+    } catch (IllegalStateException e) {
+      throw new IllegalStateException("Idem: idem.retention.retention does not outlive the redelivery of an"
+          + " @Idempotent listener's messages: " + e.getMessage() + " (set idem.retention.retention, or"
+          + " idem.retention.accept-replays-beyond-window=true for an unbounded source)", e);
+    }
   }
 
   private static boolean sameMethod(Method a, Method b) {

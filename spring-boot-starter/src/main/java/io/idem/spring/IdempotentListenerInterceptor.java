@@ -101,14 +101,32 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
       captured.markReached();
     }
     KafkaBudget budget = captured == null ? null : captured.budget();
+    KafkaAssignments assignments = captured == null ? null : captured.assignments();
     if (delivered instanceof List<?>) {
-      return binding.kind().invokeBatch(new BatchCall(invocation, binding, captured.batch(), budget));
+      return binding.kind().invokeBatch(new BatchCall(invocation, binding, captured.batch(), budget, assignments));
     }
-    return invokeOne(invocation, binding, delivered, budget);
+    return invokeOne(invocation, binding, delivered, budget, assignments);
+  }
+
+  /**
+   * Whether {@code delivered} is an unaccounted redelivery (docs/FAILURES.md, "Attempts that
+   * survive the process"): not known to this process's in-memory count, and the broker says (or,
+   * on Kafka, the partition's assignment says) it may have been handed to a handler before.
+   *
+   * <p>Kafka's flag is a guess — the first records after an assignment, which are usually new —
+   * and the pipeline counts a flagged delivery's attempt as the store's count + 1 (the earlier
+   * run it stands for): with {@code maxAttempts} 1 that would dead-letter the first record of every
+   * assignment without running it, so with {@code maxAttempts} 1 Kafka records are not flagged
+   * (docs/SPRING-BOOT.md, "Attempts").
+   */
+  private boolean unaccounted(ListenerDeliveries kind, String delivery, Object delivered,
+      @Nullable KafkaAssignments assignments, int maxAttempts) {
+    return !attempts.knows(delivery) && (kind.deliveredBefore(delivered)
+        || (assignments != null && maxAttempts > 1 && assignments.mayBeRedelivered(delivered)));
   }
 
   private @Nullable Object invokeOne(MethodInvocation invocation, MethodBinding binding, Object delivered,
-      @Nullable KafkaBudget budget) throws Throwable {
+      @Nullable KafkaBudget budget, @Nullable KafkaAssignments assignments) throws Throwable {
     ListenerDeliveries kind = binding.kind();
     String delivery = binding.consumerGroup() + "|" + kind.deliveryId(delivered);
     IdempotentConsumer<SqlSession> pipeline =
@@ -117,7 +135,7 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     long started = System.nanoTime();
     while (true) {
       InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
-          !attempts.knows(delivery) && kind.deliveredBefore(delivered));
+          unaccounted(kind, delivery, delivered, assignments, policy.maxAttempts()));
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
       Object[] result = new Object[1];
       ProcessingOutcome outcome;
@@ -134,6 +152,9 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
       switch (outcome) {
         case PROCESSED:
           settled(delivery);
+          if (assignments != null) {
+            assignments.applied(delivered);
+          }
           return result[0];
         case DUPLICATE:
         case CONFLICT:
@@ -174,8 +195,10 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     String delivery = binding.consumerGroup() + "|" + kind.deliveryId(delivered);
     IdempotentConsumer<SqlSession> pipeline = pipelines.get().pipeline(binding.consumerGroup(),
         binding.key().fromArguments() ? MethodKey.DEFAULT : binding.key(), false);
+    CurrentDelivery captured = CurrentDelivery.get();
     InboundMessage message = kind.toInbound(delivered, attempts.next(delivery),
-        !attempts.knows(delivery) && kind.deliveredBefore(delivered));
+        unaccounted(kind, delivery, delivered, captured == null ? null : captured.assignments(),
+            pipeline.retryPolicy().maxAttempts()));
     DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, delivered, binding.deadLetter());
     ProcessingOutcome outcome;
     try {
@@ -251,13 +274,28 @@ final class IdempotentListenerInterceptor implements MethodInterceptor, Unconver
     final MethodBinding binding;
     final List<Object> records;
     final @Nullable KafkaBudget budget;
+    final @Nullable KafkaAssignments assignments;
 
     BatchCall(MethodInvocation invocation, MethodBinding binding, List<Object> records,
-        @Nullable KafkaBudget budget) {
+        @Nullable KafkaBudget budget, @Nullable KafkaAssignments assignments) {
       this.invocation = invocation;
       this.binding = binding;
       this.records = records;
       this.budget = budget;
+      this.assignments = assignments;
+    }
+
+    /** Whether {@code record}'s delivery is an unaccounted redelivery (see the record path). */
+    boolean unaccounted(String delivery, Object record, int maxAttempts) {
+      return IdempotentListenerInterceptor.this.unaccounted(binding.kind(), delivery, record, assignments,
+          maxAttempts);
+    }
+
+    /** {@code record} was applied ({@code PROCESSED}). */
+    void applied(Object record) {
+      if (assignments != null) {
+        assignments.applied(record);
+      }
     }
 
     ListenerAttempts attempts() {

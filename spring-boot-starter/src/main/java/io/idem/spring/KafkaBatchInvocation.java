@@ -30,7 +30,11 @@ import org.jspecify.annotations.Nullable;
  * not settled — from the first record handed back, per partition — is retried in the same call
  * while the {@link KafkaBudget} allows, then handed back to the container ({@link
  * KafkaBatchHandBack}): the settled records are committed, the rest sought back and the partition
- * paused for the backoff. Confined to the listener thread.
+ * paused for the backoff. A record of a partition not yet settled by an applied record in this
+ * life ({@link KafkaAssignments}) is flagged as an unaccounted redelivery: Idem's batch rules then
+ * process that partition's batch message by message, each flagged record's attempt counted in the
+ * store before its own handler run, so a record that kills the process dies alone (docs/FAILURES.md,
+ * "Attempts that survive the process"). Confined to the listener thread.
  */
 final class KafkaBatchInvocation {
   private final KafkaDeliveries kind;
@@ -117,7 +121,8 @@ final class KafkaBatchInvocation {
       Object record = call.records.get(index);
       String delivery = binding.consumerGroup() + "|" + kind.deliveryId(record);
       deliveries.add(delivery);
-      messages.add(kind.toInbound(record, call.attempts().next(delivery), false));
+      messages.add(kind.toInbound(record, call.attempts().next(delivery), call.unaccounted(delivery, record,
+          pipeline.retryPolicy().maxAttempts())));
       byBrokerId.put(kind.deliveryId(record), index);
       DropInAcknowledgement acknowledgement = new DropInAcknowledgement(kind, record, binding.deadLetter());
       ours.add(acknowledgement);
@@ -165,6 +170,9 @@ final class KafkaBatchInvocation {
       if (outcome.isSettled()) {
         call.attempts().settled(deliveries.get(i));
         call.unsettled().settled(deliveries.get(i));
+        if (outcome == ProcessingOutcome.PROCESSED) {
+          call.applied(call.records.get(indices.get(i)));
+        }
         continue;
       }
       if (outcome == ProcessingOutcome.RETRY) {

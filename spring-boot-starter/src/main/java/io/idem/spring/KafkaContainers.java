@@ -48,7 +48,10 @@ import org.springframework.util.ReflectionUtils;
  *   <li>a value deserializer that does not give {@code String} or {@code byte[]} (Idem needs the
  *       bytes to fingerprint and dead-letter): <em>refused</em>; convert to POJOs with a message
  *       converter instead;
- *   <li>{@code max.poll.interval.ms} and {@code max.poll.records}: the {@link KafkaBudget}.
+ *   <li>{@code max.poll.interval.ms} and {@code max.poll.records}: the {@link KafkaBudget};
+ *   <li>the consumer rebalance listener: <em>composed</em> with Idem's {@link KafkaAssignments}
+ *       (which flags the records of a freshly assigned partition as possible redeliveries), and
+ *       called as before.
  * </ul>
  */
 final class KafkaContainers implements ListenerContainers {
@@ -187,11 +190,16 @@ final class KafkaContainers implements ListenerContainers {
       if (listener instanceof IdemKafkaCapture.Records || listener instanceof IdemKafkaCapture.Batches) {
         return; // taken over already (a context refreshed twice)
       }
+      // the container's rebalance listener (the application's, or Spring Kafka's logging one)
+      // keeps its callbacks; Idem's learns which partitions are freshly assigned
+      KafkaAssignments assignments = new KafkaAssignments(properties.getConsumerRebalanceListener());
+      properties.setConsumerRebalanceListener(assignments);
       if (listener instanceof BatchMessageListener<?, ?> batch) {
-        properties.setMessageListener(new IdemKafkaCapture.Batches((BatchMessageListener) batch, budget(true)));
+        properties.setMessageListener(new IdemKafkaCapture.Batches((BatchMessageListener) batch, budget(true),
+            assignments));
       } else {
         properties.setMessageListener(new IdemKafkaCapture.Records((MessageListener) listener, budget(false),
-            methods.iterator().next(), resources.unconvertible()));
+            assignments, methods.iterator().next(), resources.unconvertible()));
       }
       CommonErrorHandler handler = owned.getCommonErrorHandler();
       owned.setCommonErrorHandler(new IdemKafkaErrorHandler(
@@ -258,6 +266,15 @@ final class KafkaContainers implements ListenerContainers {
       } catch (RuntimeException | IllegalAccessException e) {
         return null;
       }
+    }
+
+    @Override
+    public List<io.idem.spi.RedeliveryHorizon.Horizon> horizons(List<String> unreadable) {
+      String[] topics = container.getContainerProperties().getTopics();
+      if (topics == null || topics.length == 0 || !KafkaTopicHorizons.available()) {
+        return List.of(); // a pattern or assigned partitions: not read (docs/SPRING-BOOT.md, "Retention")
+      }
+      return KafkaTopicHorizons.read(consumerConfig, List.of(topics), unreadable);
     }
 
     /** The consumer's configuration: the factory's, overridden by the container's properties. */

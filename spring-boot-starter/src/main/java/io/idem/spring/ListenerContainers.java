@@ -49,6 +49,17 @@ interface ListenerContainers {
 
     /** Wraps the container's listener (and error handling) before it starts. */
     void takeOver();
+
+    /**
+     * The redelivery horizons of the container's sources, read now (Kafka: each topic's {@code
+     * retention.ms} + {@code segment.ms} + the broker's check interval, {@code
+     * KafkaRedeliveryHorizon}); empty where the broker cannot be asked (RabbitMQ, JMS) or the
+     * source is a pattern. A source whose horizon could not be read is named in {@code
+     * unreadable}.
+     */
+    default List<io.idem.spi.RedeliveryHorizon.Horizon> horizons(List<String> unreadable) {
+      return List.of();
+    }
   }
 
   /** Whether {@code method} is {@code @Idempotent}. */

@@ -50,7 +50,9 @@ interface ListenerDeliveries {
    * delivery {@link ListenerAttempts} does not know is then an unaccounted redelivery ({@link
    * InboundMessage#unaccountedRedelivery()}), its attempt counted in the store before the handler
    * runs, so that a message whose handler killed the process is dead-lettered after at most
-   * maxAttempts deaths (docs/FAILURES.md, "Attempts that survive the process"). Default {@code false}.
+   * maxAttempts deaths (docs/FAILURES.md, "Attempts that survive the process"). Default {@code false}
+   * (Kafka, which has no such flag: {@link KafkaAssignments} flags the records of a partition
+   * from its assignment until one of them is applied).
    */
   default boolean deliveredBefore(Object message) {
     return false;

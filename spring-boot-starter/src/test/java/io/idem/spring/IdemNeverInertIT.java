@@ -125,6 +125,113 @@ class IdemNeverInertIT {
             .hasStackTraceContaining("idem.claim-lock-timeout must not be negative, but was PT-1S"));
   }
 
+  @Test
+  void aRelayLeaseThatIsNotPositiveFailsStartUpNamingTheProperty() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .withPropertyValues("idem.outbox.relay.lease-duration=0s")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.outbox.relay.lease-duration must be positive, but was PT0S"));
+  }
+
+  /** One DataSource, Spring Boot's transaction manager auto-configuration left out. */
+  @Test
+  void oneDataSourceWithoutATransactionManagerFailsStartUpNamingIt() {
+    new ApplicationContextRunner()
+        .withPropertyValues("idem.retention.enabled=false", "spring.kafka.bootstrap-servers=127.0.0.1:9")
+        .withConfiguration(BootLines.autoConfigurations(BootLines.TRANSACTION, BootLines.KAFKA))
+        .withConfiguration(AutoConfigurations.of(IdemAutoConfiguration.class))
+        .withBean(Billing.class)
+        .withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("no PlatformTransactionManager bean")
+            .hasMessageContaining("idem.transaction-manager"));
+  }
+
+  @Test
+  void aPrimaryDataSourceIsIdemsWithoutTheProperty() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first, definition -> definition.setPrimary(true))
+        .withBean("second", DataSource.class, IdemNeverInertIT::second)
+        .run(context -> {
+          assertThat(context).hasNotFailed();
+          assertThat(context.getBean(SpringTransactionStore.class).dataSource()).isSameAs(context.getBean("first"));
+          assertThat(AopUtils.isAopProxy(context.getBean(Billing.class))).as("the listener is Idem's").isTrue();
+        });
+  }
+
+  @Test
+  void twoPrimaryDataSourcesFailStartUpNamingTheProperty() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first, definition -> definition.setPrimary(true))
+        .withBean("second", DataSource.class, IdemNeverInertIT::second, definition -> definition.setPrimary(true))
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("2 DataSource beans [first, second] and several are @Primary")
+            .hasMessageContaining("idem.datasource"));
+  }
+
+  @Test
+  void idemDatasourceNamingNoBeanFailsStartUpNamingTheBeans() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first).withBean("second", DataSource.class, IdemNeverInertIT::second)
+        .withPropertyValues("idem.datasource=third")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.datasource names 'third'")
+            .hasStackTraceContaining("[first, second]"));
+  }
+
+  @Test
+  void idemTransactionManagerNamingNoBeanFailsStartUpNamingTheBeans() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .withPropertyValues("idem.transaction-manager=billingTransactions")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.transaction-manager names 'billingTransactions'")
+            .hasStackTraceContaining("[transactionManager]"));
+  }
+
+  /** The only transaction manager manages the other DataSource: Idem's marker would not commit with the writes. */
+  @Test
+  void aTransactionManagerOfAnotherDataSourceFailsStartUp() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first).withBean("second", DataSource.class, IdemNeverInertIT::second)
+        .withUserConfiguration(SecondTransactions.class)
+        .withPropertyValues("idem.datasource=first")
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("none of the PlatformTransactionManager beans [secondTransactions] manages Idem's DataSource")
+            .hasMessageContaining("idem.transaction-manager"));
+  }
+
+  @Test
+  void idemTransactionManagerOfAnotherDataSourceFailsStartUp() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first).withBean("second", DataSource.class, IdemNeverInertIT::second)
+        .withUserConfiguration(SecondTransactions.class)
+        .withPropertyValues("idem.datasource=first", "idem.transaction-manager=secondTransactions")
+        .run(context -> assertThat(context).getFailure().rootCause()
+            .hasMessageContaining("idem.transaction-manager 'secondTransactions' manages another DataSource"));
+  }
+
+  @Test
+  void twoTransactionManagersOfIdemsDataSourceFailStartUpUnlessTheOneIsNamed() {
+    ApplicationContextRunner twoManagers = runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .withUserConfiguration(TwoFirstTransactions.class);
+    twoManagers.run(context -> assertThat(context).getFailure().rootCause()
+        .hasMessageContaining("several PlatformTransactionManager beans manage Idem's DataSource")
+        .hasMessageContaining("billingTransactions").hasMessageContaining("reportingTransactions")
+        .hasMessageContaining("idem.transaction-manager"));
+    twoManagers.withPropertyValues("idem.transaction-manager=billingTransactions").run(context -> {
+      assertThat(context).hasNotFailed();
+      assertThat(AopUtils.isAopProxy(context.getBean(Billing.class))).as("the listener is Idem's").isTrue();
+    });
+  }
+
+  @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+  static class TwoFirstTransactions {
+    @org.springframework.context.annotation.Bean
+    PlatformTransactionManager billingTransactions(DataSource first) {
+      return new DataSourceTransactionManager(first);
+    }
+
+    @org.springframework.context.annotation.Bean
+    PlatformTransactionManager reportingTransactions(DataSource first) {
+      return new DataSourceTransactionManager(first);
+    }
+  }
+
   @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
   static class SecondTransactions {
     @org.springframework.context.annotation.Bean

@@ -114,6 +114,19 @@ abstract class KafkaDropInApp extends DropInTest {
   @EnableAutoConfiguration
   @Import({DropInTestSupport.Beans.class, Listeners.class, SlowBatches.class, DeadLetters.class, Receipts.class})
   static class App {
+    @Bean
+    Rebalances rebalances() {
+      return new Rebalances();
+    }
+
+    /** The application's own rebalance listener on every container, as Spring users set one. */
+    @Bean
+    org.springframework.kafka.config.ContainerCustomizer<Object, Object,
+        org.springframework.kafka.listener.ConcurrentMessageListenerContainer<Object, Object>> rebalanceListener(
+        Rebalances rebalances) {
+      return container -> container.getContainerProperties().setConsumerRebalanceListener(rebalances);
+    }
+
     /** JSON to a {@code @Payload} POJO, Spring Kafka's way; the record value stays a String. */
     @Bean
     @SuppressWarnings("deprecation") // Jackson 2's, present on both Spring Boot lines
@@ -128,6 +141,17 @@ abstract class KafkaDropInApp extends DropInTest {
         KafkaFixture.shared().deleteTopic(topic);
         KafkaFixture.shared().deleteTopic(topic + KafkaDeliveries.DEAD_LETTER_SUFFIX);
       });
+    }
+  }
+
+  /** The application's rebalance listener: the partitions assigned, by Spring Kafka's consumer-aware callback. */
+  static class Rebalances implements org.springframework.kafka.listener.ConsumerAwareRebalanceListener {
+    final java.util.Set<org.apache.kafka.common.TopicPartition> assigned = ConcurrentHashMap.newKeySet();
+
+    @Override
+    public void onPartitionsAssigned(org.apache.kafka.clients.consumer.Consumer<?, ?> consumer,
+        java.util.Collection<org.apache.kafka.common.TopicPartition> partitions) {
+      assigned.addAll(partitions);
     }
   }
 

@@ -8,7 +8,12 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.ApplicationContext;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.kafka.support.KafkaHeaders;
 
 /**
@@ -18,6 +23,8 @@ import org.springframework.kafka.support.KafkaHeaders;
  * Kafka's {@code kafka_dlt-*} headers beside Idem's ({@code idem.dead-letter.spring-kafka-headers}).
  */
 class KafkaDropInIT extends KafkaOwnsRetriesContract {
+
+  @Autowired ApplicationContext context;
 
   @Override
   String topic() {
@@ -39,6 +46,27 @@ class KafkaDropInIT extends KafkaOwnsRetriesContract {
     assertThat(text(copy, KafkaHeaders.DLT_EXCEPTION_MESSAGE)).contains("MAX_ATTEMPTS_EXCEEDED").contains("injected failure");
     assertThat(text(copy, KafkaHeaders.DLT_ORIGINAL_CONSUMER_GROUP)).isEqualTo(RECORDS + "-billing");
     assertThat(text(copy, "idem-idempotency-key")).isEqualTo(key);
+  }
+
+  /**
+   * Idem composes the container's rebalance listener with its own ({@code KafkaAssignments}, which
+   * flags a freshly assigned partition's records): the application's keeps its callbacks.
+   */
+  @Test
+  void theApplicationsRebalanceListenerKeepsItsCallbacks() {
+    KafkaDropInApp.Rebalances rebalances = context.getBean(KafkaDropInApp.Rebalances.class);
+    await().atMost(WAIT).until(() -> rebalances.assigned.contains(new TopicPartition(RECORDS, 0)));
+    KafkaListenerEndpointRegistry registry = context.getBean(KafkaListenerEndpointRegistry.class);
+    for (MessageListenerContainer container : registry.getAllListenerContainers()) {
+      String topics = String.join(",", container.getContainerProperties().getTopics());
+      Object listener = container.getContainerProperties().getConsumerRebalanceListener();
+      if (topics.equals(RECORDS)) {
+        assertThat(listener).isInstanceOf(KafkaAssignments.class);
+        assertThat(((KafkaAssignments) listener).delegate()).isSameAs(rebalances);
+      } else if (topics.equals(RECEIPTS)) {
+        assertThat(listener).as("a container without @Idempotent methods is not Idem's").isSameAs(rebalances);
+      }
+    }
   }
 
   private static String text(ConsumerRecord<String, String> record, String header) {

@@ -32,8 +32,8 @@ import org.springframework.kafka.annotation.KafkaListener;
  * the JVM after Idem's commit, inside the listener method, so before the container acknowledges.
  * It prints {@code IDEM-OUTCOME <outcome> <key>} for each message Idem settled.
  *
- * <p>System properties: {@code test.broker} ({@code kafka}, {@code rabbitmq}, {@code jms}, {@code
- * sqs}), {@code test.artemis.url} (JMS), {@code
+ * <p>System properties: {@code test.broker} ({@code kafka}, {@code kafka-batch} — a batch
+ * listener —, {@code rabbitmq}, {@code jms}, {@code sqs}), {@code test.artemis.url} (JMS), {@code
  * test.source} (topic or queue), {@code test.handler-delay} (a pause in the handler, ms, to leave
  * a SIGKILL time to land mid-stream; default 0), Spring Boot's {@code spring.datasource.*},
  * {@code spring.kafka.*}, {@code spring.rabbitmq.*}, and {@code idem.crash.*}.
@@ -44,10 +44,11 @@ public final class SpringCrashChild {
   public static void main(String[] args) {
     Class<?> app = switch (System.getProperty("test.broker", "")) {
       case "kafka" -> KafkaApp.class;
+      case "kafka-batch" -> KafkaBatchApp.class;
       case "rabbitmq" -> RabbitApp.class;
       case "jms" -> JmsApp.class;
       case "sqs" -> SqsApp.class;
-      default -> throw new IllegalArgumentException("test.broker must be kafka, rabbitmq, jms or sqs");
+      default -> throw new IllegalArgumentException("test.broker must be kafka, kafka-batch, rabbitmq, jms or sqs");
     };
     SpringApplication application = new SpringApplication(app);
     application.setBannerMode(Banner.Mode.OFF);
@@ -59,6 +60,11 @@ public final class SpringCrashChild {
   @EnableAutoConfiguration
   @Import({Effects.class, KafkaEffects.class})
   static class KafkaApp {}
+
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @Import({Effects.class, KafkaBatchEffects.class})
+  static class KafkaBatchApp {}
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
@@ -120,6 +126,17 @@ public final class SpringCrashChild {
     @Idempotent(consumerGroup = "crash")
     public void onEvent(ConsumerRecord<String, String> record) {
       effects.apply(record.key());
+    }
+  }
+
+  /** A batch listener: the poll's records of a partition in one call (Idem's batch mode). */
+  static class KafkaBatchEffects {
+    @Autowired Effects effects;
+
+    @KafkaListener(topics = "${test.source}", groupId = "${test.source}-app", batch = "true")
+    @Idempotent(consumerGroup = "crash")
+    public void onEvents(java.util.List<ConsumerRecord<String, String>> records) {
+      records.forEach(record -> effects.apply(record.key()));
     }
   }
 

@@ -22,9 +22,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.core.ThrowingRunnable;
 import org.junit.jupiter.api.AfterEach;
@@ -176,6 +182,94 @@ class SpringListenerCrashIT {
           .isEqualTo("MAX_ATTEMPTS_EXCEEDED");
       assertThat(channel.queueDeclarePassive(queue + ".dlq").getMessageCount()).as("other dead letters").isZero();
     }
+  }
+
+  /**
+   * A record whose handler halts the JVM every time, on Kafka, which has no redelivered flag: the
+   * restarted application gets the partition assigned and flags its records as possible
+   * redeliveries until one is applied ({@code KafkaAssignments}), so the poison's attempt is
+   * counted in the store before each run; after {@code idem.retry.max-attempts} deaths Idem
+   * dead-letters it to {@code <topic>.DLT} with MAX_ATTEMPTS_EXCEEDED without running it, and
+   * every other event is applied once, the offsets committed past them all. On the code before
+   * it the poison was polled again from the committed offset after every restart.
+   */
+  @Test
+  void kafkaListenerWhoseRecordKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    kafkaRecordKillsTheProcess("kafka");
+  }
+
+  /**
+   * The same with a batch listener: a batch holding flagged records is processed record by
+   * record (Idem's batch rules), so the poison dies alone and its attempt is counted each time.
+   */
+  @Test
+  void kafkaBatchListenerWhoseRecordKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    kafkaRecordKillsTheProcess("kafka-batch");
+  }
+
+  /**
+   * A flagged delivery counts as the store's count + 1 (the earlier run it stands for), which for
+   * Kafka's guess — the first records after an assignment, usually new — would dead-letter the
+   * first record of every assignment unrun when {@code idem.retry.max-attempts=1}: there Kafka
+   * records are not flagged, and every event is applied.
+   */
+  @Test
+  void kafkaListenerWithOneAttemptAppliesTheFirstRecordsOfItsAssignment() {
+    String topic = kafkaTopicWithEvents();
+    String deadLetters = topic + KafkaDeliveries.DEAD_LETTER_SUFFIX;
+    KafkaFixture.shared().createTopic(deadLetters, 1);
+    cleanup.add(() -> KafkaFixture.shared().deleteTopic(deadLetters));
+    try (ChildJvm run = child("one-attempt", "kafka", topic, null, 0, "-Didem.retry.max-attempts=1")) {
+      await("every event applied and the offsets committed").atMost(WAIT).untilAsserted(() -> {
+        assertThat(run.isAlive()).as("alive").isTrue();
+        assertThat(committedOffset(topic)).isEqualTo(EVENTS);
+      });
+      assertThat(distinct()).isEqualTo(EVENTS);
+      assertThat(total()).isEqualTo(EVENTS);
+      assertThat(endOffset(deadLetters)).as("dead letters").isZero();
+    }
+  }
+
+  private void kafkaRecordKillsTheProcess(String broker) {
+    String topic = kafkaTopicWithEvents();
+    String deadLetters = topic + KafkaDeliveries.DEAD_LETTER_SUFFIX;
+    KafkaFixture.shared().createTopic(deadLetters, 1);
+    cleanup.add(() -> KafkaFixture.shared().deleteTopic(deadLetters));
+    String poison = key(3);
+    int maxAttempts = 3;
+    int deaths = 0;
+    while (true) {
+      ChildJvm run = child("run-" + deaths, broker, topic, null, 0,
+          "-Dtest.poison=" + poison, "-Didem.retry.max-attempts=" + maxAttempts);
+      try (run) {
+        await("the application dies or dead-letters the poison").atMost(WAIT).until(() ->
+            !run.isAlive() || endOffset(deadLetters) > 0);
+        if (run.isAlive()) {
+          await("every other event applied and the offsets committed").atMost(WAIT).untilAsserted(() -> {
+            assertThat(run.isAlive()).as("alive").isTrue();
+            assertThat(distinct()).isEqualTo(EVENTS - 1);
+            assertThat(committedOffset(topic)).isEqualTo(EVENTS);
+          });
+          break;
+        }
+      }
+      deaths++;
+      assertThat(deaths).as("process deaths of the poison record").isLessThanOrEqualTo(maxAttempts);
+    }
+    // the record listener's first life ran the poison unflagged (a record before it was applied);
+    // the batch listener's flags its first batch whole, so when that batch held the poison its
+    // first death counted too
+    assertThat(deaths).as("process deaths of the poison record")
+        .isBetween(broker.equals("kafka") ? maxAttempts : maxAttempts - 1, maxAttempts);
+    assertThat(count(poison)).isZero();
+    assertThat(total()).isEqualTo(EVENTS - 1);
+    assertThat(doubled()).isZero();
+    List<ConsumerRecord<String, String>> dead = records(deadLetters);
+    assertThat(dead).as("dead letters").hasSize(1);
+    assertThat(dead.get(0).value()).isEqualTo(poison);
+    Header cause = dead.get(0).headers().lastHeader(io.idem.DeadLetterReason.HEADER_CAUSE);
+    assertThat(cause).isNotNull();
+    assertThat(new String(cause.value(), StandardCharsets.UTF_8)).isEqualTo("MAX_ATTEMPTS_EXCEEDED");
   }
 
   @Test
@@ -379,6 +473,35 @@ class SpringListenerCrashIT {
       throw new AssertionError("could not publish to " + topic, e);
     }
     return topic;
+  }
+
+  /** The end offset of partition 0 of {@code topic}: how many records it holds. */
+  private static long endOffset(String topic) {
+    try {
+      TopicPartition partition = new TopicPartition(topic, 0);
+      return KafkaFixture.shared().admin().listOffsets(Map.of(partition, OffsetSpec.latest()))
+          .partitionResult(partition).get(30, TimeUnit.SECONDS).offset();
+    } catch (Exception e) {
+      throw new AssertionError("could not read the end offset of " + topic, e);
+    }
+  }
+
+  /** Every record of partition 0 of {@code topic}, from the beginning to its end offset. */
+  private static List<ConsumerRecord<String, String>> records(String topic) {
+    long end = endOffset(topic);
+    TopicPartition partition = new TopicPartition(topic, 0);
+    List<ConsumerRecord<String, String>> read = new ArrayList<>();
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Map.of(
+        "bootstrap.servers", KafkaFixture.shared().bootstrapServers(), "enable.auto.commit", "false"),
+        new StringDeserializer(), new StringDeserializer())) {
+      consumer.assign(List.of(partition));
+      consumer.seekToBeginning(List.of(partition));
+      await("the records of " + topic).atMost(WAIT).until(() -> {
+        consumer.poll(Duration.ofMillis(500)).forEach(read::add);
+        return consumer.position(partition) >= end;
+      });
+    }
+    return read;
   }
 
   private static long committedOffset(String topic) {

@@ -10,6 +10,7 @@ import io.idem.KeySource;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -27,7 +28,8 @@ import org.junit.jupiter.api.Test;
  * What every {@link OutboxPublisher} must do, on its real broker: a published message carries the
  * row's payload, its extra headers and its idempotency key where the next Idem consumer's default
  * extractor finds it; a repeated publish (the relay's at-least-once) carries the same key, so an
- * Idem consumer applies it once; rows of one ordering key arrive in publish order.
+ * Idem consumer applies it once; rows of one ordering key arrive in publish order, also when
+ * published as one batch ({@link OutboxPublisher#publishAll}), which confirms each row.
  *
  * <p>An adapter's IT extends it in a few lines: a publisher, a fresh destination, and a receive
  * that turns what the broker delivers into the adapter's own {@link InboundMessage}.
@@ -137,6 +139,36 @@ public abstract class OutboxPublisherCompatibilityKit {
     List<InboundMessage> received = receive(destination(), 5, receiveTimeout());
     assertThat(received).extracting(m -> new String(m.payload(), StandardCharsets.UTF_8))
         .containsExactly("event 1", "event 2", "event 3", "event 4", "event 5");
+  }
+
+  /**
+   * {@link OutboxPublisher#publishAll}: one batch of two interleaved ordering keys and unordered
+   * rows is confirmed row by row (one sent result per row, in the batch's order), every row
+   * arrives once, and each key's rows arrive in batch order.
+   */
+  @Test
+  void aBatchKeepsEachOrderingKeysOrderAndConfirmsEveryRow() throws Exception {
+    List<OutboxMessage> batch = new ArrayList<>();
+    for (int i = 1; i <= 4; i++) {
+      batch.add(row("order-5:event-" + i, "order-5", "order-5 " + i, Map.of("seq", "" + i)));
+      batch.add(row("order-6:event-" + i, "order-6", "order-6 " + i, Map.of("seq", "" + i)));
+      if (i % 2 == 0) {
+        batch.add(row("free-" + i, null, "free " + i, Map.of()));
+      }
+    }
+    List<OutboxPublishResult> results = publisher().publishAll(batch);
+    assertThat(results).extracting(OutboxPublishResult::id)
+        .containsExactlyElementsOf(batch.stream().map(OutboxMessage::id).toList());
+    assertThat(results).allSatisfy(r -> assertThat(r.status()).as("row %s: %s", r.id(), r.failure())
+        .isEqualTo(OutboxPublishResult.Status.SENT));
+    List<InboundMessage> received = receive(destination(), batch.size(), receiveTimeout());
+    List<String> payloads = received.stream().map(m -> new String(m.payload(), StandardCharsets.UTF_8)).toList();
+    assertThat(payloads).containsExactlyInAnyOrderElementsOf(
+        batch.stream().map(m -> new String(m.payload(), StandardCharsets.UTF_8)).toList());
+    assertThat(payloads.stream().filter(p -> p.startsWith("order-5 ")))
+        .containsExactly("order-5 1", "order-5 2", "order-5 3", "order-5 4");
+    assertThat(payloads.stream().filter(p -> p.startsWith("order-6 ")))
+        .containsExactly("order-6 1", "order-6 2", "order-6 3", "order-6 4");
   }
 
   private static IdempotentConsumer<InMemoryTransaction> downstream(List<IdempotencyKey> applied) {

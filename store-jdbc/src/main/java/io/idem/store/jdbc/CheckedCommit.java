@@ -48,14 +48,21 @@ final class CheckedCommit {
 
   private final Supplier<SqlSession> freshSession;
   private final TableName table;
+  private final Dialect dialect;
 
   /**
    * @param freshSession opens a new session of the store's factory, outside any transaction
    * @param table the processed-events table
    */
   CheckedCommit(Supplier<SqlSession> freshSession, TableName table) {
+    this(freshSession, table, Dialect.POSTGRESQL);
+  }
+
+  /** @param dialect the database: early markers are removed on PostgreSQL only (by {@code xmin}) */
+  CheckedCommit(Supplier<SqlSession> freshSession, TableName table, Dialect dialect) {
     this.freshSession = freshSession;
     this.table = table;
+    this.dialect = dialect;
   }
 
   /**
@@ -217,9 +224,15 @@ final class CheckedCommit {
    * deletes only a row whose {@code xmin} is the claiming transaction (PostgreSQL's 32-bit xid,
    * the low half of {@code txid_current()}), so a marker another transaction committed since is
    * never touched. Runs on the transaction's connection when it is valid, else on a fresh one.
-   * Failing here is logged and recorded on {@code failure}; it does not change the verdict.
+   * Failing here is logged and recorded on {@code failure}; it does not change the verdict. On
+   * MariaDB nothing is done: no row there says which transaction wrote it.
    */
   void removeEarlyMarkers(SqlSession session, OpenTransaction transaction, Throwable failure) {
+    if (dialect != Dialect.POSTGRESQL) {
+      // MariaDB keeps no committing transaction's id on the row: a marker the handler committed
+      // early by SQL text cannot be told from another instance's (docs/STORE.md, "Databases")
+      return;
+    }
     long xid = transaction.claimTxid() % 4_294_967_296L;
     String sql = "DELETE FROM " + table.qualified() + " WHERE consumer_group = ? AND"
         + " idempotency_key = ? AND xmin::text::bigint = " + xid + "; COMMIT";

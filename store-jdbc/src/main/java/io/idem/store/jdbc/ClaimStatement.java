@@ -38,9 +38,13 @@ import org.jspecify.annotations.Nullable;
  * handler's statements; a lock timeout there is the handler's failure, not a retry of the
  * transaction.
  *
+ * <p>On MariaDB ({@link Dialect#MARIADB}) the claim is a plain {@code INSERT} under {@code SET
+ * STATEMENT innodb_lock_wait_timeout = n FOR}, a duplicate key (1062) answered by a locking read of
+ * the stored fingerprint, and {@link #claimAll} one such claim per distinct key in (group, key)
+ * order (docs/STORE.md, "Databases").
+ *
  * <p>Immutable and thread-safe; the session passed in belongs to the calling thread.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 final class ClaimStatement {
   /** SQLSTATE of a lock wait that ran out of {@code lock_timeout}. */
   private static final String LOCK_NOT_AVAILABLE = "55P03";
@@ -53,6 +57,7 @@ final class ClaimStatement {
   private final String claimAllStatement;
   private final String fingerprintsStatement;
   private final String lockTimeout;
+  private final Dialect dialect;
 
   /**
    * @param configuration the configuration {@code namespace} is registered in
@@ -61,17 +66,37 @@ final class ClaimStatement {
    * @param lockTimeout PostgreSQL's {@code lock_timeout} value for the claim, such as {@code 2000ms}
    */
   ClaimStatement(Configuration configuration, String namespace, TableName table, String lockTimeout) {
+    this(configuration, namespace, table, lockTimeout, Dialect.POSTGRESQL);
+  }
+
+  /**
+   * @param lockTimeout the claim lock timeout in {@code dialect}'s terms ({@link
+   *     Dialect#lockTimeout}): PostgreSQL's {@code lock_timeout} text, MariaDB's whole seconds
+   * @param dialect whose claim {@code namespace} holds
+   */
+  ClaimStatement(Configuration configuration, String namespace, TableName table, String lockTimeout,
+      Dialect dialect) {
     this.table = table;
-    this.claimSql = claimSql(configuration, namespace + ".claim");
+    this.dialect = dialect;
+    this.lockTimeout = lockTimeout;
+    String sql = claimSql(configuration, namespace + ".claim",
+        dialect == Dialect.MARIADB ? MARIADB_CLAIM_PARAMETERS : CLAIM_PARAMETERS);
+    // MariaDB takes no placeholder in SET STATEMENT: the store's own integer, written as text
+    this.claimSql = dialect == Dialect.MARIADB
+        ? "SET STATEMENT innodb_lock_wait_timeout = " + Long.parseLong(lockTimeout) + " FOR " + sql.strip()
+        : sql;
     this.fingerprintStatement = namespace + ".fingerprint";
     this.claimAllStatement = namespace + ".claimAll";
     this.fingerprintsStatement = namespace + ".fingerprints";
-    this.lockTimeout = lockTimeout;
   }
 
   /** The claim's parameters, in the order its text binds them (checked at build). */
   private static final List<String> CLAIM_PARAMETERS =
       List.of("consumerGroup", "key", "keySource", "fingerprint", "lockTimeout", "consumerGroup", "key");
+
+  /** MariaDB's claim's parameters (a plain INSERT), in order. */
+  private static final List<String> MARIADB_CLAIM_PARAMETERS =
+      List.of("consumerGroup", "key", "keySource", "fingerprint");
 
   /**
    * The text of the mapper's statement {@code claim} (ProcessedEventMapper.xml documents each
@@ -79,12 +104,12 @@ final class ClaimStatement {
    * hot path. Its parameters must be {@link #CLAIM_PARAMETERS} in that order; columns: 1 inserted,
    * 2 txid, 3 stored fingerprint.
    */
-  private static String claimSql(Configuration configuration, String statement) {
+  private static String claimSql(Configuration configuration, String statement, List<String> expected) {
     BoundSql bound = configuration.getMappedStatement(statement, false).getBoundSql(new HashMap<>());
     List<String> order = bound.getParameterMappings().stream().map(ParameterMapping::getProperty).toList();
-    if (!order.equals(CLAIM_PARAMETERS)) {
+    if (!order.equals(expected)) {
       throw new IllegalStateException("the claim statement " + statement + " binds " + order
-          + ", expected " + CLAIM_PARAMETERS);
+          + ", expected " + expected);
     }
     return bound.getSql();
   }
@@ -103,6 +128,9 @@ final class ClaimStatement {
       SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
     OpenTransaction open = GuardedSession.transactionOf(transaction);
     Answer answer = open == null ? null : open.takePreclaimed(consumerGroup, key, fingerprint);
+    if (answer == null && dialect == Dialect.MARIADB) {
+      answer = insert(transaction, consumerGroup, key, keySource, fingerprint);
+    }
     if (answer == null) {
       try {
         // The same transaction: the session's own connection, never a second one. pgjdbc keeps the
@@ -128,6 +156,52 @@ final class ClaimStatement {
     return result;
   }
 
+  /**
+   * MariaDB's claim: the INSERT alone (one round trip) — inserted; or, when it fails with a
+   * duplicate key (1062, which InnoDB rolls back alone, leaving the transaction usable and a shared
+   * lock on the existing row), the stored fingerprint read with a locking read (a second round
+   * trip, on the duplicate path only). A 1062 whose row the read cannot find came from another
+   * unique index than the key's: thrown, never taken for a duplicate.
+   */
+  private Answer insert(
+      SqlSession transaction, String consumerGroup, String key, String keySource, byte[] fingerprint) {
+    Connection connection = GuardedSession.unguarded(transaction).getConnection();
+    try (PreparedStatement claim = connection.prepareStatement(claimSql)) {
+      claim.setString(1, consumerGroup);
+      claim.setString(2, key);
+      claim.setString(3, keySource);
+      claim.setBytes(4, fingerprint);
+      int inserted = claim.executeUpdate();
+      if (inserted != 1) {
+        // no row and no error (nothing InnoDB does; a storage engine that discards rows): the
+        // start-up probe refuses such a table, as on PostgreSQL
+        return new Answer(false, 0, true, null, true);
+      }
+      return new Answer(true, 0, true, null);
+    } catch (SQLException e) {
+      if (e.getErrorCode() != Dialect.ER_DUP_ENTRY) {
+        throw mapped(new PersistenceException("Error updating database (the claim of key '" + key
+            + "' in processed-events table " + table.qualified() + "). Cause: " + e, e),
+            "key '" + key + "'");
+      }
+      Map<String, Object> params = new HashMap<>();
+      params.put("consumerGroup", consumerGroup);
+      params.put("key", key);
+      byte[] stored;
+      try {
+        stored = transaction.selectOne(fingerprintStatement, params);
+      } catch (RuntimeException read) {
+        throw mapped(read, "key '" + key + "'");
+      }
+      if (stored == null) {
+        throw new PersistenceException("the claim of key '" + key + "' in processed-events table "
+            + table.qualified() + " failed with a duplicate key in another unique index than"
+            + " (consumer_group, idempotency_key): " + e.getMessage(), e);
+      }
+      return new Answer(false, 0, true, stored);
+    }
+  }
+
   private ClaimResult decide(
       SqlSession transaction, Answer answer, String consumerGroup, String key, byte[] fingerprint) {
     if (answer.inserted()) {
@@ -136,6 +210,10 @@ final class ClaimStatement {
         open.claimed(answer.txid(), consumerGroup, key);
       }
       return ClaimResult.CLAIMED;
+    }
+    if (answer.discarded()) {
+      // MariaDB: the INSERT reported no row and no error (a trigger that discarded it)
+      return ClaimResult.DUPLICATE;
     }
     if (answer.answered()) {
       return compare(answer.stored(), fingerprint);
@@ -153,7 +231,11 @@ final class ClaimStatement {
    * id), or the stored fingerprint of an existing marker, or no row at all ({@code answered}
    * false: it waited for a racing transaction that committed the key, or the row was purged).
    */
-  record Answer(boolean inserted, long txid, boolean answered, byte @Nullable [] stored) {}
+  record Answer(boolean inserted, long txid, boolean answered, byte @Nullable [] stored, boolean discarded) {
+    Answer(boolean inserted, long txid, boolean answered, byte @Nullable [] stored) {
+      this(inserted, txid, answered, stored, false);
+    }
+  }
 
   /** The claim's SQL text, {@link #CLAIM_PARAMETERS} as {@code ?}; columns: inserted, txid, stored. */
   String sql() {
@@ -204,6 +286,22 @@ final class ClaimStatement {
    * e} itself, which {@link FailureClassifier} classifies.
    */
   private RuntimeException mapped(RuntimeException e, String what) {
+    if (dialect == Dialect.MARIADB) {
+      SQLException ranOut = Dialect.find(e, dialect::lockWaitRanOut);
+      if (ranOut != null) {
+        return new TransactionRetryException("the claim of " + what + " waited longer than the"
+            + " claim lock timeout (innodb_lock_wait_timeout " + lockTimeout + " s) behind another"
+            + " transaction holding the same key (" + dialect.describe(ranOut) + "): "
+            + TransientFailures.rootMessage(e), e);
+      }
+      SQLException retry = Dialect.find(e, dialect::asksForRetry);
+      if (retry != null) {
+        return new TransactionRetryException("MariaDB asked for the transaction to be retried ("
+            + dialect.describe(retry) + ") during the claim of " + what + ": "
+            + TransientFailures.rootMessage(e), e);
+      }
+      return e;
+    }
     String state = TransientFailures.sqlState(e);
     if (LOCK_NOT_AVAILABLE.equals(state)) {
       return new TransactionRetryException("the claim of " + what + " waited longer than the"
@@ -244,17 +342,29 @@ final class ClaimStatement {
    * @throws RuntimeException (MyBatis' PersistenceException, or an {@link SQLException} wrapped)
    *     on any other database failure
    */
+  /** The index of {@code key}'s first occurrence in the batch (every key of the batch is in {@code firsts}). */
+  private static int first(Map<KeyOf, Integer> firsts, KeyOf key) {
+    Integer index = firsts.get(key);
+    if (index == null) {
+      throw new IllegalStateException("key " + key + " is not in the batch");
+    }
+    return index;
+  }
+
   List<ClaimResult> claimAll(SqlSession transaction, List<IdempotencyKey> keys, List<byte[]> fingerprints) {
     TreeMap<KeyOf, Integer> firsts = new TreeMap<>();
     for (int i = 0; i < keys.size(); i++) {
       firsts.putIfAbsent(KeyOf.of(keys.get(i)), i);
     }
+    if (dialect == Dialect.MARIADB) {
+      return claimEach(transaction, keys, fingerprints, firsts);
+    }
     List<KeyOf> distinct = new ArrayList<>(firsts.keySet());
     Map<String, Object> params = arrays(transaction, distinct);
     params.put("sources", array(transaction, "text",
-        distinct.stream().map(k -> keys.get(firsts.get(k)).source().name()).toArray(String[]::new)));
+        distinct.stream().map(k -> keys.get(first(firsts, k)).source().name()).toArray(String[]::new)));
     params.put("fingerprints", array(transaction, "bytea",
-        distinct.stream().map(k -> fingerprints.get(firsts.get(k))).toArray(byte[][]::new)));
+        distinct.stream().map(k -> fingerprints.get(first(firsts, k))).toArray(byte[][]::new)));
     params.put("lockTimeout", lockTimeout);
     List<Map<String, Object>> rows =
         select(transaction, claimAllStatement, params, distinct.size() + " keys (one batch)");
@@ -262,11 +372,11 @@ final class ClaimStatement {
     Map<KeyOf, byte[]> stored = new HashMap<>();
     OpenTransaction open = GuardedSession.transactionOf(transaction);
     for (Map<String, Object> row : rows) {
-      KeyOf k = new KeyOf((String) row.get("consumerGroup"), (String) row.get("key"));
+      KeyOf k = new KeyOf(Rows.required(row, "consumerGroup", String.class), Rows.required(row, "key", String.class));
       if (Boolean.TRUE.equals(row.get("inserted"))) {
         inserted.add(k);
         if (open != null) {
-          open.claimed(((Number) row.get("txid")).longValue(), k.group(), k.value());
+          open.claimed(Rows.requiredLong(row, "txid"), k.group(), k.value());
         }
       } else {
         stored.put(k, (byte[]) row.get("stored"));
@@ -279,19 +389,46 @@ final class ClaimStatement {
       // predates the wait), or were purged in between: read again with a new snapshot.
       for (Map<String, Object> row : transaction.<Map<String, Object>>selectList(
           fingerprintsStatement, arrays(transaction, waitedFor))) {
-        stored.put(new KeyOf((String) row.get("consumerGroup"), (String) row.get("key")),
+        stored.put(new KeyOf(Rows.required(row, "consumerGroup", String.class), Rows.required(row, "key", String.class)),
             (byte[]) row.get("stored"));
       }
     }
     List<ClaimResult> results = new ArrayList<>(keys.size());
     for (int i = 0; i < keys.size(); i++) {
       KeyOf k = KeyOf.of(keys.get(i));
-      int first = firsts.get(k);
+      int first = first(firsts, k);
       if (inserted.contains(k)) {
         results.add(first == i ? ClaimResult.CLAIMED : compare(fingerprints.get(first), fingerprints.get(i)));
       } else {
         results.add(compare(stored.get(k), fingerprints.get(i)));
       }
+    }
+    return results;
+  }
+
+  /**
+   * MariaDB's multi-key claim: one {@link #claim} per distinct key, in (group, key) order so that
+   * two batches sharing keys lock them in the same order; a key repeated in the input is claimed
+   * again after its first occurrence, which answers from the row the first left in this
+   * transaction (a duplicate or a conflict of it, as on PostgreSQL). One round trip per key, two
+   * per key that exists already.
+   */
+  private List<ClaimResult> claimEach(SqlSession transaction, List<IdempotencyKey> keys,
+      List<byte[]> fingerprints, TreeMap<KeyOf, Integer> firsts) {
+    Map<Integer, ClaimResult> answers = new HashMap<>();
+    for (int first : firsts.values()) {
+      IdempotencyKey k = keys.get(first);
+      answers.put(first, claim(transaction, k.consumerGroup(), k.value(), k.source().name(),
+          fingerprints.get(first)));
+    }
+    List<ClaimResult> results = new ArrayList<>(keys.size());
+    for (int i = 0; i < keys.size(); i++) {
+      ClaimResult answer = answers.get(i);
+      if (answer == null) {
+        IdempotencyKey k = keys.get(i);
+        answer = claim(transaction, k.consumerGroup(), k.value(), k.source().name(), fingerprints.get(i));
+      }
+      results.add(answer);
     }
     return results;
   }

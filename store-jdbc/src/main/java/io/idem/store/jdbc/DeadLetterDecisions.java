@@ -21,7 +21,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Plain SQL on the table (one statement per call, auto-commit); on a table without the columns
  * of {@code V3__processed_events_dead_letters.sql} there are no decisions: every marker reads as
- * processed and nothing is released. Thread-safe. The table name is validated as an identifier.
+ * processed and nothing is released. On PostgreSQL and MariaDB ({@link Dialect}, read from each
+ * connection's metadata: only the catalog queries differ). Thread-safe. The table name is
+ * validated as an identifier.
  */
 public final class DeadLetterDecisions {
 
@@ -146,8 +148,10 @@ public final class DeadLetterDecisions {
     if (attempts == null) {
       return;
     }
-    try (PreparedStatement exists = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-      exists.setString(1, attempts.qualified());
+    boolean mariadb = Dialect.of(c.getMetaData()) == Dialect.MARIADB;
+    try (PreparedStatement exists = c.prepareStatement(mariadb ? MARIADB_TABLE_EXISTS
+        : "SELECT to_regclass(?) IS NOT NULL")) {
+      bindTable(exists, 1, attempts, mariadb);
       try (ResultSet rs = exists.executeQuery()) {
         if (!rs.next() || !rs.getBoolean(1)) {
           return;
@@ -160,6 +164,27 @@ public final class DeadLetterDecisions {
       s.setString(2, key);
       s.executeUpdate();
     }
+  }
+
+  /** MariaDB: whether the table (database from the name, else the current one) exists. */
+  private static final String MARIADB_TABLE_EXISTS = "SELECT COUNT(*) > 0 FROM information_schema.TABLES"
+      + " WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?";
+
+  /** MariaDB: whether the table has the {@code outcome} column, and whether it exists. */
+  private static final String MARIADB_DECISION_COLUMNS = "SELECT (SELECT COUNT(*) FROM"
+      + " information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?"
+      + " AND COLUMN_NAME = 'outcome') > 0, (SELECT COUNT(*) FROM information_schema.TABLES"
+      + " WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?) > 0";
+
+  /** Binds {@code table} for the catalog query: its qualified name, or (MariaDB) database and name. */
+  private static void bindTable(PreparedStatement s, int first, TableName table, boolean mariadb)
+      throws SQLException {
+    if (!mariadb) {
+      s.setString(first, table.qualified());
+      return;
+    }
+    s.setString(first, (String) table.params().get("schema"));
+    s.setString(first + 1, table.unqualified());
   }
 
   private static KeySource keySource(@Nullable String text) {
@@ -179,18 +204,26 @@ public final class DeadLetterDecisions {
     String sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute"
         + " WHERE attrelid = to_regclass(?) AND attname = 'outcome' AND NOT attisdropped),"
         + " to_regclass(?) IS NOT NULL";
-    try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
-      s.setString(1, table.qualified());
-      s.setString(2, table.qualified());
-      try (ResultSet rs = s.executeQuery()) {
-        rs.next();
-        if (!rs.getBoolean(2)) {
-          throw new IllegalStateException("processed-events table " + table.qualified()
-              + " does not exist (is the table name, or the JDBC URL's currentSchema, right?)");
+    try (Connection c = dataSource.getConnection()) {
+      boolean mariadb = Dialect.of(c.getMetaData()) == Dialect.MARIADB;
+      try (PreparedStatement s = c.prepareStatement(mariadb ? MARIADB_DECISION_COLUMNS : sql)) {
+        if (mariadb) {
+          bindTable(s, 1, table, true);
+          bindTable(s, 3, table, true);
+        } else {
+          s.setString(1, table.qualified());
+          s.setString(2, table.qualified());
         }
-        boolean present = rs.getBoolean(1);
-        decisionColumns = present;
-        return present;
+        try (ResultSet rs = s.executeQuery()) {
+          rs.next();
+          if (!rs.getBoolean(2)) {
+            throw new IllegalStateException("processed-events table " + table.qualified()
+                + " does not exist (is the table name, or the JDBC URL's currentSchema, right?)");
+          }
+          boolean present = rs.getBoolean(1);
+          decisionColumns = present;
+          return present;
+        }
       }
     } catch (SQLException | RuntimeException e) {
       throw DeadLetterActions.failure("checking table " + table.qualified(), e);

@@ -34,14 +34,24 @@ final class FailureClassifier {
 
   private final Supplier<SqlSession> freshSession;
   private final CheckedCommit commit;
+  private final Dialect dialect;
 
   /**
    * @param freshSession opens a new session of the store's factory, outside any transaction
    * @param commit removes a marker committed early, once the failure is classified
    */
   FailureClassifier(Supplier<SqlSession> freshSession, CheckedCommit commit) {
+    this(freshSession, commit, Dialect.POSTGRESQL);
+  }
+
+  /**
+   * @param dialect which errors ask for a retry ({@link Dialect#asksForRetry}): on MariaDB 1213
+   *     (deadlock) and 1205 (lock wait timeout) too
+   */
+  FailureClassifier(Supplier<SqlSession> freshSession, CheckedCommit commit, Dialect dialect) {
     this.freshSession = freshSession;
     this.commit = commit;
+    this.dialect = dialect;
   }
 
   /**
@@ -81,10 +91,18 @@ final class FailureClassifier {
     if (Thread.currentThread().isInterrupted()) {
       return failure; // shutting down: the pipeline releases the message
     }
-    String retry = sqlStateIn(failure, TransientFailures.RETRY_TRANSACTION);
-    if (retry != null && ours) {
-      return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
-          + " (SQLSTATE " + retry + "): " + TransientFailures.rootMessage(failure), failure);
+    if (dialect == Dialect.MARIADB) {
+      SQLException retry = Dialect.find(failure, dialect::asksForRetry);
+      if (retry != null && ours) {
+        return new TransactionRetryException("MariaDB asked for the transaction to be retried ("
+            + dialect.describe(retry) + "): " + TransientFailures.rootMessage(failure), failure);
+      }
+    } else {
+      String retry = sqlStateIn(failure, TransientFailures.RETRY_TRANSACTION);
+      if (retry != null && ours) {
+        return new TransactionRetryException("PostgreSQL asked for the transaction to be retried"
+            + " (SQLSTATE " + retry + "): " + TransientFailures.rootMessage(failure), failure);
+      }
     }
     if (isValid(session)) {
       return failure; // the database answers on this very connection: the work failed

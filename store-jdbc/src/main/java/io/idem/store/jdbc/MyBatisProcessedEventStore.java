@@ -15,6 +15,8 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -33,7 +35,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The processed-events store on MyBatis and PostgreSQL. Each
+ * The processed-events store on MyBatis and PostgreSQL or MariaDB ({@link Dialect}, read from the
+ * JDBC metadata at {@link Builder#build()}; what differs on MariaDB — the claim, the lock wait, the
+ * retried errors, the check after the handler — is tabled in docs/STORE.md, "Databases"; the rest
+ * of this page describes PostgreSQL). Each
  * {@link #inTransaction(TransactionWork)} opens one {@link SqlSession} of the application's
  * {@link SqlSessionFactory} (auto-commit off), hands it to the work — the pipeline's claim and the
  * {@link io.idem.MessageHandler}, whose mapper calls therefore join the same transaction — and
@@ -94,7 +99,6 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe; one instance serves every worker. Build with {@link #builder(SqlSessionFactory)}.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class MyBatisProcessedEventStore implements ProcessedEventStore<SqlSession> {
   private static final Logger LOG = LoggerFactory.getLogger(MyBatisProcessedEventStore.class);
 
@@ -138,6 +142,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private final ExecutorType executorType;
   private final @Nullable TransactionIsolationLevel isolation;
   private final String lockTimeout;
+  private final Dialect dialect;
   private final String namespace;
   private final String existsStatement;
   private final String purgeStatement;
@@ -162,21 +167,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.table = TableName.of(b.tableName);
     this.executorType = b.executorType;
     this.isolation = b.isolation;
-    this.lockTimeout = b.claimLockTimeout.isZero()
-        ? "0"
-        : Math.max(1, b.claimLockTimeout.toMillis()) + "ms";
-    this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table);
+    this.dialect = b.resolved;
+    this.lockTimeout = dialect.lockTimeout(b.claimLockTimeout);
+    this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table, dialect);
     this.existsStatement = namespace + ".exists";
     this.purgeStatement = namespace + ".purge";
     this.attemptsTable = attemptsTable(table);
     this.attemptsNamespace = attemptsTable == null ? null : ProcessedEventsMapper.register(
         sessions.getConfiguration(), ProcessedEventsMapper.ATTEMPT_TEMPLATE,
-        "io.idem.store.jdbc.Attempts.", attemptsTable, "startAttempt");
+        "io.idem.store.jdbc.Attempts.", attemptsTable, "startAttempt", dialect);
     this.attemptCounts = attemptsTable != null;
-    this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout);
+    this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout, dialect);
     Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
-    this.commit = new CheckedCommit(freshSession, table);
-    this.failures = new FailureClassifier(freshSession, commit);
+    this.commit = new CheckedCommit(freshSession, table, dialect);
+    this.failures = new FailureClassifier(freshSession, commit, dialect);
   }
 
   /**
@@ -194,6 +198,14 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   /** Starts building a store on the application's session factory. */
   public static Builder builder(SqlSessionFactory sessions) {
     return new Builder(sessions);
+  }
+
+  /**
+   * The database the store runs on: {@link Builder#dialect(Dialect)}, or read from the JDBC
+   * metadata at {@link Builder#build()}.
+   */
+  public Dialect dialect() {
+    return dialect;
   }
 
   /** The table, lower-cased as PostgreSQL stores it. */
@@ -583,7 +595,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   }
 
   private void confirmByQuery(SqlSession transaction, IdempotencyKey key) {
-    if (otherDriverLogged.compareAndSet(false, true)) {
+    if (dialect == Dialect.MARIADB) {
+      if (otherDriverLogged.compareAndSet(false, true)) {
+        LOG.info("on MariaDB each claim is confirmed by re-reading the marker in its transaction after"
+            + " the handler (one more round trip): a swallowed deadlock (InnoDB rolled the transaction"
+            + " back) is caught, a handler's SQL-text COMMIT is not (docs/STORE.md, \"Databases\")");
+      }
+    } else if (otherDriverLogged.compareAndSet(false, true)) {
       LOG.info("the connections are not pgjdbc's (org.postgresql.core.BaseConnection): each claim is"
           + " confirmed by a query after the handler (one more round trip), and a handler's SQL-text"
           + " COMMIT is not detected");
@@ -614,9 +632,9 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       throw StartupChecks.failure("could not open a database session", e);
     }
     try {
-      deadLetterColumns = StartupChecks.run(session, namespace, table);
+      deadLetterColumns = StartupChecks.run(session, namespace, table, dialect);
       attemptCounts = attemptsTable != null && Boolean.TRUE.equals(session.selectOne(
-          attemptsNamespace + ".attemptsTableExists", Map.of("table", attemptsTable.qualified())));
+          attemptsNamespace + ".attemptsTableExists", attemptsTable.params()));
       if (!attemptCounts) {
         LOG.warn("{}: no attempts table {} ({}): attempts are counted as the broker counts them, so"
             + " a message whose handler kills the process may be redelivered without end; apply"
@@ -624,7 +642,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
             attemptsTable == null ? "(the name would be over 63 characters)"
                 : attemptsTable.qualified(), ATTEMPTS_MIGRATION_RESOURCE);
       }
-      StartupChecks.logIsolation(session, namespace, isolation);
+      StartupChecks.logIsolation(session, namespace, isolation, dialect);
       ClaimProbe.run(session, claims, namespace, table);
     } finally {
       try {
@@ -643,6 +661,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     Map<String, Object> params = new HashMap<>();
     params.put("before", Timestamp.from(processedBefore));
+    // MariaDB keeps the times in UTC (DATETIME): the cutoff as a UTC wall-clock time, no zone applied
+    params.put("beforeUtc", LocalDateTime.ofInstant(processedBefore, ZoneOffset.UTC));
     params.put("maxRows", maxRows);
     try {
       return inTransaction(session -> {
@@ -698,8 +718,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     params.put("exceptionClass", decision.exceptionClass());
     params.put("brokerMessageId", decision.brokerMessageId());
     params.put("lockTimeout", lockTimeout);
+    params.put("lockWaitSeconds", lockWaitSeconds());
     return ownTransaction("recording a dead-letter decision", session -> {
-      int recorded = session.insert(namespace + ".recordDeadLetter", params);
+      int recorded = dialect == Dialect.MARIADB
+          ? ("DEAD_LETTERED".equals(session.selectOne(namespace + ".recordDeadLetter", params)) ? 1 : 0)
+          : session.insert(namespace + ".recordDeadLetter", params);
       clearAttempts(session, key); // a replay of the dead letter starts with a fresh count
       return recorded;
     }) == 1;
@@ -731,8 +754,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       return null;
     }
     return new DeadLetterDecision(
-        DeadLetterCause.valueOf((String) row.get("cause")),
-        (String) row.get("detail"),
+        DeadLetterCause.valueOf(Rows.required(row, "cause", String.class)),
+        Rows.required(row, "detail", String.class),
         (String) row.get("exceptionClass"),
         (String) row.get("brokerMessageId"));
   }
@@ -775,12 +798,19 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     Map<String, Object> params = keyParams(key);
     params.put("lockTimeout", lockTimeout);
+    params.put("lockWaitSeconds", lockWaitSeconds());
     try {
       return ownTransaction("counting an attempt of key '" + key.value() + "'",
           session -> session.<Integer>selectOne(attemptsNamespace + ".startAttempt", params));
     } catch (TransactionRetryException | StoreUnavailableException e) {
       throw e;
     } catch (RuntimeException e) {
+      SQLException ranOut = Dialect.find(e, dialect::lockWaitRanOut);
+      if (ranOut != null && dialect == Dialect.MARIADB) {
+        throw new TransactionRetryException("counting an attempt of key '" + key.value()
+            + "' waited too long behind another transaction (" + dialect.describe(ranOut) + "): "
+            + TransientFailures.rootMessage(e), e);
+      }
       String state = TransientFailures.sqlState(e);
       if ("55P03".equals(state) || ClaimStatement.QUERY_CANCELED.equals(state)) {
         // another instance's transaction holds the key's count (it is running the message)
@@ -829,6 +859,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     return attemptCounts ? attemptsNamespace : null;
   }
 
+  /** MariaDB's {@code innodb_lock_wait_timeout} of the store's statements (whole seconds); 0 on PostgreSQL. */
+  private long lockWaitSeconds() {
+    return dialect == Dialect.MARIADB ? Long.parseLong(lockTimeout) : 0;
+  }
+
   private static Map<String, Object> keyParams(IdempotencyKey key) {
     Map<String, Object> params = new HashMap<>();
     params.put("consumerGroup", key.consumerGroup());
@@ -849,6 +884,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   @Override
   public String toString() {
     return "MyBatisProcessedEventStore[table=" + table.qualified() + ", executor=" + executorType
+        + ", dialect=" + dialect
         + ", isolation=" + (isolation == null ? "the connection's" : isolation)
         + ", claimLockTimeout=" + lockTimeout + "]";
   }
@@ -862,6 +898,9 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     private Duration claimLockTimeout = DEFAULT_CLAIM_LOCK_TIMEOUT;
     private boolean createTableIfMissing;
     private boolean verifyTable = true;
+    private @Nullable Dialect dialect;
+    /** The dialect given or detected, set by {@link #build()}. */
+    private Dialect resolved = Dialect.POSTGRESQL;
 
     private Builder(SqlSessionFactory sessions) {
       this.sessions = Objects.requireNonNull(sessions, "sessions");
@@ -919,6 +958,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
      * it). Not thread-safe, like the whole builder.
      *
      * @throws NullPointerException when {@code value} is null
+     * <p>On MariaDB it is {@code innodb_lock_wait_timeout} for the claim's statement alone
+     * ({@code SET STATEMENT … FOR INSERT …}, no round trip), in whole seconds rounded up; the
+     * handler's statements keep the session's own value, and a 1205 there is a transaction retry
+     * too (docs/FAILURES.md).
+     *
      * @throws IllegalArgumentException when it is negative or longer than PostgreSQL's limit
      *     (2,147,483,647 ms)
      */
@@ -929,6 +973,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
             + Integer.MAX_VALUE + " ms, but was " + value);
       }
       this.claimLockTimeout = value;
+      return this;
+    }
+
+    /**
+     * Default {@code null}: {@link #build()} reads the database from the JDBC metadata of one
+     * connection ({@link java.sql.DatabaseMetaData#getDatabaseProductName()}) and refuses one it
+     * does not support, naming it and the supported ones. Given, it must be the database's own
+     * (checked when {@link #build()} reaches the database); with {@link #verifyTable(boolean)
+     * verifyTable(false)} it is what lets {@code build()} pick the SQL without reaching the
+     * database (otherwise {@code build()} still asks it, and assumes PostgreSQL, with a WARN, when
+     * it cannot be reached).
+     */
+    public Builder dialect(@Nullable Dialect value) {
+      this.dialect = value;
       return this;
     }
 
@@ -961,12 +1019,51 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
 
     /**
+     * The database's dialect, read from one connection's metadata: refused when unsupported or
+     * other than {@link #dialect(Dialect)}; {@link #dialect(Dialect)} (or PostgreSQL, with a WARN)
+     * when the database cannot be reached and {@code verifyTable(false)} allows building without it.
+     */
+    private Dialect resolveDialect() {
+      Dialect detected;
+      try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+        detected = Dialect.of(session.getConnection().getMetaData());
+      } catch (IllegalStateException unsupported) {
+        if (unsupported.getCause() == null) {
+          throw unsupported;
+        }
+        return unreachable(unsupported);
+      } catch (SQLException | RuntimeException e) {
+        return unreachable(e);
+      }
+      if (dialect != null && dialect != detected) {
+        throw new IllegalStateException("dialect(" + dialect + ") was given, but the"
+            + " SqlSessionFactory's database is " + detected.displayName());
+      }
+      return detected;
+    }
+
+    private Dialect unreachable(Exception e) {
+      if (verifyTable) {
+        throw StartupChecks.failure("could not read which database the SqlSessionFactory reaches", e);
+      }
+      if (dialect != null) {
+        return dialect;
+      }
+      LOG.warn("could not read which database the SqlSessionFactory reaches ({}); assuming {}: give"
+          + " dialect(…) to build with verifyTable(false) before the database is up",
+          TransientFailures.rootMessage(e), Dialect.POSTGRESQL.displayName());
+      return Dialect.POSTGRESQL;
+    }
+
+    /**
      * Validates, creates the table when asked, and runs the {@link #verifyTable(boolean) checks}.
      *
      * @throws IllegalArgumentException when the table name is not a plain identifier (or is a
      *     reserved word) or the executor type is BATCH
      * @throws IllegalStateException when the factory has no Environment or uses MyBatis'
-     *     ManagedTransactionFactory (whatever {@code verifyTable} says), when the sessions are in
+     *     ManagedTransactionFactory (whatever {@code verifyTable} says), when the database is not
+     *     one the store supports ({@link Dialect}: the message names it and the supported ones) or
+     *     not the {@link #dialect(Dialect)} given, when the sessions are in
      *     auto-commit mode or their commit does not commit, when the table is missing, lacks a
      *     column or the (consumer_group, idempotency_key) key, cannot be read, or refuses or
      *     discards the probe claim (the database's message quoted), or when {@code
@@ -982,8 +1079,9 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       }
       TableName table = TableName.of(tableName);
       StartupChecks.requireTransactionFactory(sessions.getConfiguration());
+      resolved = resolveDialect();
       if (createTableIfMissing) {
-        ProcessedEventsSchema.apply(sessions, table);
+        ProcessedEventsSchema.apply(sessions, table, resolved);
       }
       MyBatisProcessedEventStore store = new MyBatisProcessedEventStore(this);
       if (verifyTable) {

@@ -3,6 +3,7 @@ package io.idem.store.jdbc;
 import io.idem.NonRetryableException;
 import io.idem.RetryPolicy;
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Settings;
 import java.time.Duration;
@@ -43,6 +44,13 @@ import org.slf4j.LoggerFactory;
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
  *       the one way a row is published twice. Claims are serialized across relays by a
  *       transaction-level advisory lock held for the claim's milliseconds.
+ *   <li><b>Batches.</b> A publisher that overrides {@link OutboxPublisher#publishAll} gets the
+ *       claimed batch in one call (it sends every row and waits once) and answers per row: the
+ *       sent rows are marked in one statement, a failed row is charged as below (only its key's
+ *       first failure in the batch), a skipped row is released uncharged; a throw of {@code
+ *       publishAll} is a destination outage, charged to no row. Any other publisher's rows are
+ *       published one by one, the batch ending at the first outage, at {@link #close()} and at
+ *       half the lease.
  *   <li><b>Order.</b> Rows with one ordering key are published in id order among the rows
  *       committed when the relay claims (see docs/OUTBOX.md): per key the claim takes the first
  *       rows in id order, up to {@code batchSize}, when the key's lowest-id unsent row is due, and
@@ -75,7 +83,6 @@ import org.slf4j.LoggerFactory;
  * leaseDuration} above the time a batch takes to publish (the relay stops publishing a batch once
  * half of its lease has passed, and leaves the rest due).
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class OutboxRelay implements AutoCloseable {
   /** Default rows per batch (one claim, one mark): {@value}. */
   public static final int DEFAULT_BATCH_SIZE = 100;
@@ -106,6 +113,8 @@ public final class OutboxRelay implements AutoCloseable {
 
   private final SqlSessionFactory sessions;
   private final OutboxPublisher publisher;
+  /** The publisher overrides publishAll: one call per batch, else one publish per row. */
+  private final boolean batches;
   private final Outbox outbox;
   private final int batchSize;
   private final Duration pollInterval;
@@ -139,6 +148,7 @@ public final class OutboxRelay implements AutoCloseable {
   private OutboxRelay(Builder b) {
     this.sessions = b.sessions;
     this.publisher = b.publisher;
+    this.batches = batches(b.publisher);
     this.outbox = Outbox.of(b.tableName);
     this.batchSize = b.batchSize;
     this.pollInterval = b.pollInterval;
@@ -202,47 +212,47 @@ public final class OutboxRelay implements AutoCloseable {
       return new Cycle(0, startCursor == null && keyCursor == null, false);
     }
     long claimedAt = System.nanoTime();
+    Published published = batches ? publishBatch(batch) : publishOneByOne(batch, claimedAt);
+    boolean outage = published.outage;
     List<Long> sent = new ArrayList<>();
     List<Long> left = new ArrayList<>();
     Set<String> stoppedKeys = new HashSet<>();
-    boolean outage = false;
-    boolean stop = false;
     int done = 0;
     try {
       for (OutboxMessage message : batch) {
         done++;
-        if (stop || outage || (message.orderingKey() != null && stoppedKeys.contains(message.orderingKey()))) {
-          left.add(message.id());
-          continue;
-        }
-        if ((stopping.getCount() == 0 && Thread.currentThread() == thread)
-            || System.nanoTime() - claimedAt > leaseDuration.toNanos() / 2) {
-          stop = true; // closing, or the lease is half gone: the rest stays due for the next claim
-          left.add(message.id());
-          continue;
-        }
-        Throwable failure = publish(message);
-        if (failure == null) {
-          sent.add(message.id());
+        OutboxPublishResult result = published.results.get(message.id());
+        String orderingKey = message.orderingKey();
+        if (result != null && result.status() == OutboxPublishResult.Status.SENT) {
+          sent.add(message.id()); // confirmed: marked sent, whatever else happened in the batch
           consecutiveOutages = 0;
           continue;
         }
-        if (failure instanceof InterruptedException && (stopping.getCount() == 0 || Thread.currentThread().isInterrupted())) {
-          Thread.currentThread().interrupt();
-          stop = true; // shutdown: the row was not attempted
-          left.add(message.id());
+        boolean keyStopped = orderingKey != null && !stoppedKeys.add(orderingKey);
+        if (result == null || result.status() == OutboxPublishResult.Status.SKIPPED || keyStopped) {
+          left.add(message.id()); // not attempted, or behind its key's first failure: uncharged
           continue;
         }
-        OutboxFailureKind kind = kindOf(failure);
+        Throwable failure = Objects.requireNonNull(result.failure());
+        if (failure instanceof InterruptedException && (stopping.getCount() == 0 || published.interrupted)) {
+          left.add(message.id()); // shutdown: the row was not attempted
+          continue;
+        }
+        if (failure instanceof Error) {
+          LOG.error("outbox relay {}: the publisher threw {} for outbox row {} (key {}, destination {})",
+              name, failure.getClass().getName(), message.id(), message.idempotencyKey(),
+              message.destination(), failure);
+        }
+        OutboxFailureKind known = published.kinds.get(message.id());
+        OutboxFailureKind kind = known != null ? known : kindOf(failure);
         lastError = "row " + message.id() + ": " + errorText(failure);
         if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
-          outage = true;
           left.add(message.id());
-          openCircuit(message, failure);
-        } else {
-          if (message.orderingKey() != null) {
-            stoppedKeys.add(message.orderingKey());
+          if (!outage) {
+            outage = true;
+            openCircuit(message, failure);
           }
+        } else {
           chargeFailure(message, failure);
         }
       }
@@ -250,7 +260,8 @@ public final class OutboxRelay implements AutoCloseable {
       // Charging a row failed: keep what was published (marked sent if the database lets us),
       // leave the rest due; the failure is the database's, charged to no row.
       for (OutboxMessage m : batch.subList(done, batch.size())) {
-        left.add(m.id());
+        OutboxPublishResult r = published.results.get(m.id());
+        (r != null && r.status() == OutboxPublishResult.Status.SENT ? sent : left).add(m.id());
       }
       try {
         mark(sent, left);
@@ -263,11 +274,95 @@ public final class OutboxRelay implements AutoCloseable {
     try {
       mark(sent, left);
     } finally {
-      if (interrupted) {
+      if (interrupted || published.interrupted) {
         Thread.currentThread().interrupt();
       }
     }
     return new Cycle(batch.size(), false, outage);
+  }
+
+  /**
+   * What publishing a batch did: each row's result by id (a row without one was not attempted),
+   * the failures classified already (the classifier runs once per failure), whether a throw of
+   * {@link OutboxPublisher#publishAll} ended it as an outage (the circuit is
+   * open already), whether an interrupt (shutdown) ended it.
+   */
+  private record Published(Map<Long, OutboxPublishResult> results, Map<Long, OutboxFailureKind> kinds,
+      boolean outage, boolean interrupted) {}
+
+  /**
+   * A publisher of one row at a time (it does not override {@link OutboxPublisher#publishAll}):
+   * in id order, the key stopping at its first failure, the batch ending at a destination outage,
+   * at {@code close()} and when half of the lease has passed.
+   */
+  private Published publishOneByOne(List<OutboxMessage> batch, long claimedAt) {
+    Map<Long, OutboxPublishResult> results = new HashMap<>();
+    Map<Long, OutboxFailureKind> kinds = new HashMap<>();
+    Set<String> stoppedKeys = new HashSet<>();
+    boolean interrupted = false;
+    for (OutboxMessage message : batch) {
+      if (message.orderingKey() != null && stoppedKeys.contains(message.orderingKey())) {
+        continue;
+      }
+      if ((stopping.getCount() == 0 && Thread.currentThread() == thread)
+          || System.nanoTime() - claimedAt > leaseDuration.toNanos() / 2) {
+        break; // closing, or the lease is half gone: the rest stays due for the next claim
+      }
+      Throwable failure = publish(message);
+      if (failure == null) {
+        results.put(message.id(), OutboxPublishResult.sent(message));
+        continue;
+      }
+      if (failure instanceof InterruptedException && (stopping.getCount() == 0 || Thread.currentThread().isInterrupted())) {
+        interrupted = Thread.interrupted();
+        break; // shutdown: the row was not attempted
+      }
+      results.put(message.id(), OutboxPublishResult.failed(message, failure));
+      if (message.orderingKey() != null) {
+        stoppedKeys.add(message.orderingKey());
+      }
+      OutboxFailureKind kind = kindOf(failure);
+      kinds.put(message.id(), kind);
+      if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
+        break; // the rest of the batch would wait for the same outage: due again, uncharged
+      }
+    }
+    return new Published(results, kinds, false, interrupted);
+  }
+
+  /**
+   * A batching publisher: one {@link OutboxPublisher#publishAll} for the batch. What it throws is
+   * a destination outage (the batch uncharged, the circuit opens); an interrupt is a shutdown.
+   */
+  private Published publishBatch(List<OutboxMessage> batch) {
+    List<OutboxPublishResult> list;
+    try {
+      list = publisher.publishAll(List.copyOf(batch));
+    } catch (Throwable e) {
+      if (e instanceof InterruptedException) {
+        return new Published(Map.of(), Map.of(), false, true);
+      }
+      if (e instanceof Error) {
+        LOG.error("outbox relay {}: the publisher's publishAll threw {} for a batch of {} rows from outbox row {};"
+            + " no row charged", name, e.getClass().getName(), batch.size(), batch.get(0).id(), e);
+      }
+      lastError = "batch from row " + batch.get(0).id() + ": " + errorText(e);
+      openCircuit(batch.get(0), e);
+      return new Published(Map.of(), Map.of(), true, Thread.interrupted());
+    }
+    Map<Long, OutboxPublishResult> results = new HashMap<>();
+    if (list != null) {
+      for (OutboxPublishResult r : list) {
+        if (r != null) {
+          results.putIfAbsent(r.id(), r);
+        }
+      }
+    }
+    if (results.size() != batch.size()) {
+      LOG.error("outbox relay {}: the publisher returned {} results for a batch of {} rows; the rows without"
+          + " one are due again, uncharged", name, list == null ? 0 : list.size(), batch.size());
+    }
+    return new Published(results, Map.of(), false, Thread.interrupted());
   }
 
   /** Publishes one row; returns what it threw (anything), or {@code null} once confirmed. */
@@ -276,11 +371,16 @@ public final class OutboxRelay implements AutoCloseable {
       publisher.publish(message);
       return null;
     } catch (Throwable e) { // an Error of a serializer is this row's failure, not the relay's end
-      if (e instanceof Error) {
-        LOG.error("outbox relay {}: the publisher threw {} for outbox row {} (key {}, destination {})",
-            name, e.getClass().getName(), message.id(), message.idempotencyKey(), message.destination(), e);
-      }
       return e;
+    }
+  }
+
+  /** Whether {@code publisher} overrides {@link OutboxPublisher#publishAll} (sends batches). */
+  static boolean batches(OutboxPublisher publisher) {
+    try {
+      return publisher.getClass().getMethod("publishAll", List.class).getDeclaringClass() != OutboxPublisher.class;
+    } catch (NoSuchMethodException e) {
+      return false;
     }
   }
 
@@ -383,10 +483,13 @@ public final class OutboxRelay implements AutoCloseable {
     try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
       Map<String, Object> row = session.selectOne(outbox.namespace(session) + ".stats");
       session.rollback();
-      OffsetDateTime now = (OffsetDateTime) row.get("now");
-      OffsetDateTime oldest = (OffsetDateTime) row.get("oldest");
-      OutboxStats stats = new OutboxStats((Long) row.get("backlog"),
-          oldest == null ? Duration.ZERO : Duration.between(oldest, now), (Long) row.get("parked"),
+      if (row == null) {
+        throw new IllegalStateException("the outbox stats query of " + tableName() + " returned no row");
+      }
+      OffsetDateTime now = Rows.required(row, "now", OffsetDateTime.class);
+      OffsetDateTime oldest = Rows.optional(row, "oldest", OffsetDateTime.class);
+      OutboxStats stats = new OutboxStats(Rows.requiredLong(row, "backlog"),
+          oldest == null ? Duration.ZERO : Duration.between(oldest, now), Rows.requiredLong(row, "parked"),
           published.get(), failures.get(), now.toInstant());
       lastStats.set(stats);
       return stats;
@@ -400,7 +503,7 @@ public final class OutboxRelay implements AutoCloseable {
    * #isRunning()} and {@link #health()} say so.
    */
   public OutboxStats lastStats() {
-    OutboxStats s = lastStats.get();
+    OutboxStats s = Objects.requireNonNull(lastStats.get(), "lastStats"); // set at construction
     return new OutboxStats(s.backlog(), s.oldestUnsentAge(), s.parked(), published.get(),
         failures.get(), s.readAt());
   }
@@ -541,11 +644,11 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   private OutboxMessage message(Map<String, Object> row) {
-    return new OutboxMessage((Long) row.get("id"), (String) row.get("key"),
-        (String) row.get("destination"), (String) row.get("orderingKey"),
-        (byte[]) row.get("payload"), Outbox.headersFromJson((String) row.get("headers")),
-        (Integer) row.get("attempts") + 1, ((OffsetDateTime) row.get("enqueuedAt")).toInstant(),
-        (String) row.get("traceparent"));
+    return new OutboxMessage(Rows.requiredLong(row, "id"), Rows.required(row, "key", String.class),
+        Rows.required(row, "destination", String.class), Rows.optional(row, "orderingKey", String.class),
+        Rows.required(row, "payload", byte[].class), Outbox.headersFromJson(Rows.required(row, "headers", String.class)),
+        (int) Rows.requiredLong(row, "attempts") + 1, Rows.required(row, "enqueuedAt", OffsetDateTime.class).toInstant(),
+        Rows.optional(row, "traceparent", String.class));
   }
 
   private static String abbreviate(String text, int max) {

@@ -2,6 +2,7 @@ package io.idem.store.jdbc;
 
 import io.idem.StoreUnavailableException;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.regex.Matcher;
@@ -36,23 +37,41 @@ public final class ProcessedEventsSchema {
   public static void apply(DataSource dataSource, String tableName) {
     TableName table = TableName.of(tableName);
     try (Connection c = dataSource.getConnection()) {
-      run(c, table);
+      run(c, table, Dialect.of(c.getMetaData()));
     } catch (SQLException | RuntimeException e) {
       throw failure(table, e);
     }
   }
 
   static void apply(SqlSessionFactory sessions, TableName table) {
+    apply(sessions, table, Dialect.POSTGRESQL);
+  }
+
+  /** Applies {@code dialect}'s scripts ({@link Dialect#migrations()}) for {@code table}. */
+  static void apply(SqlSessionFactory sessions, TableName table, Dialect dialect) {
     try (SqlSession session = sessions.openSession(false)) {
-      run(session.getConnection(), table);
+      run(session.getConnection(), table, dialect);
     } catch (SQLException | RuntimeException e) {
       throw failure(table, e);
     }
   }
 
   private static RuntimeException failure(TableName table, Exception e) {
+    if (e instanceof IllegalStateException refused && e.getCause() == null) {
+      return refused; // an unsupported database, named
+    }
+    SQLException tooLong = Dialect.find(e, x -> x.getErrorCode() == ER_TOO_LONG_KEY);
+    if (tooLong != null) {
+      return new IllegalStateException("could not create " + table.qualified() + ": its key"
+          + " (consumer_group varchar(128), idempotency_key varchar(512), utf8mb4) needs up to 2560"
+          + " bytes, more than this server's InnoDB index allows (" + tooLong.getMessage() + ";"
+          + " innodb_page_size 16k with ROW_FORMAT=DYNAMIC allows 3072); keys are never shortened", e);
+    }
     return StartupChecks.failure("could not create " + table.qualified(), e);
   }
+
+  /** MariaDB's "Specified key was too long; max key length is N bytes". */
+  private static final int ER_TOO_LONG_KEY = 1071;
 
   /**
    * The script with the table (and index) renamed for {@code table}. The table is renamed first,
@@ -61,14 +80,18 @@ public final class ProcessedEventsSchema {
    * which PostgreSQL rejects.
    */
   static String script(TableName table) {
-    String sql = ProcessedEventsMapper.readResource(MyBatisProcessedEventStore.MIGRATION_RESOURCE)
-        + ";\n" + ProcessedEventsMapper.readResource(
-            MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+    return script(table, Dialect.POSTGRESQL);
+  }
+
+  /** {@link #script(TableName)} from {@code dialect}'s folder ({@link Dialect#migrations()}). */
+  static String script(TableName table, Dialect dialect) {
+    String folder = dialect.migrations() + "/";
+    String sql = ProcessedEventsMapper.readResource(folder + FILE_V1)
+        + ";\n" + ProcessedEventsMapper.readResource(folder + FILE_V3);
     TableName attempts = MyBatisProcessedEventStore.attemptsTable(table);
     if (attempts != null) {
       // the attempts table first, by its full name: the rule below leaves names going on with "_"
-      sql += ";\n" + ProcessedEventsMapper.readResource(
-          MyBatisProcessedEventStore.ATTEMPTS_MIGRATION_RESOURCE).replace(
+      sql += ";\n" + ProcessedEventsMapper.readResource(folder + FILE_V4).replace(
               MyBatisProcessedEventStore.DEFAULT_TABLE + MyBatisProcessedEventStore.ATTEMPTS_SUFFIX,
               attempts.qualified());
     }
@@ -77,8 +100,50 @@ public final class ProcessedEventsSchema {
     return sql.replace(DEFAULT_INDEX, table.unqualified() + "_processed_at_idx");
   }
 
-  private static void run(Connection c, TableName table) throws SQLException {
-    runScript(c, script(table));
+  private static final String FILE_V1 = "V1__processed_events.sql";
+  private static final String FILE_V3 = "V3__processed_events_dead_letters.sql";
+  private static final String FILE_V4 = "V4__processed_events_attempts.sql";
+
+  private static void run(Connection c, TableName table, Dialect dialect) throws SQLException {
+    if (dialect == Dialect.MARIADB) {
+      runMariaDbScript(c, script(table, dialect));
+    } else {
+      runScript(c, script(table));
+    }
+  }
+
+  /** Seconds a MariaDB start-up waits for another instance applying the scripts: {@value}. */
+  static final int SCHEMA_LOCK_WAIT_SECONDS = 60;
+
+  /**
+   * MariaDB: each DDL statement commits on its own, so there is no transaction to run the script
+   * in; instances starting together are serialised by the named lock {@code idem_schema} ({@code
+   * GET_LOCK}, held by the connection, released at the end), and every statement is idempotent
+   * ({@code IF NOT EXISTS}).
+   */
+  static void runMariaDbScript(Connection c, String script) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(true);
+    try (Statement s = c.createStatement()) {
+      try (ResultSet locked = s.executeQuery("SELECT GET_LOCK('idem_schema', " + SCHEMA_LOCK_WAIT_SECONDS + ")")) {
+        if (!locked.next() || locked.getInt(1) != 1) {
+          throw new SQLException("another instance held the lock idem_schema for more than "
+              + SCHEMA_LOCK_WAIT_SECONDS + " s while applying the schema", "HY000");
+        }
+      }
+      try {
+        for (String sql : script.split(";")) {
+          String statement = stripComments(sql);
+          if (!statement.isBlank()) {
+            s.execute(statement);
+          }
+        }
+      } finally {
+        s.execute("DO RELEASE_LOCK('idem_schema')");
+      }
+    } finally {
+      c.setAutoCommit(autoCommit);
+    }
   }
 
   /**

@@ -8,6 +8,8 @@ import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -44,7 +46,6 @@ import org.slf4j.LoggerFactory;
  * <p><b>Life cycle.</b> {@link #start()} with the consumers, {@link #stop()} or {@link #close()}
  * with them. Thread-safe.
  */
-@SuppressWarnings("NullAway") // TEMP-NULLAWAY
 public final class RetentionJob implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RetentionJob.class);
   /** First key of the advisory lock; the second is {@code hashtext('<table>')}. */
@@ -93,7 +94,7 @@ public final class RetentionJob implements AutoCloseable {
     this.store = b.store;
     this.namespace = ProcessedEventsMapper.register(store.sessionFactory().getConfiguration(),
         "io/idem/store/jdbc/RetentionMapper.xml", "io.idem.store.jdbc.Retention.",
-        TableName.of(store.tableName()), "purgeBatch");
+        TableName.of(store.tableName()), "oldest", store.dialect());
     this.retention = b.retention;
     this.interval = b.interval;
     this.initialDelay = b.initialDelay;
@@ -103,6 +104,8 @@ public final class RetentionJob implements AutoCloseable {
     this.clock = b.clock;
     this.listener = b.listener;
     this.horizons = horizons;
+    this.mariaDbLockName = "idem_retention_" + Integer.toHexString(LOCK_SPACE) + "_"
+        + Integer.toHexString(store.tableName().hashCode());
   }
 
   /** Starts building a job for {@code store}'s table. */
@@ -195,6 +198,7 @@ public final class RetentionJob implements AutoCloseable {
     }
     Map<String, Object> params = new HashMap<>();
     params.put("before", Timestamp.from(cutoff));
+    params.put("beforeUtc", LocalDateTime.ofInstant(cutoff, ZoneOffset.UTC));
     params.put("maxRows", batchSize);
     int deleted;
     do {
@@ -204,6 +208,11 @@ public final class RetentionJob implements AutoCloseable {
 
   /** Age of the oldest marker, {@code null} when there is none; one index probe. */
   public @Nullable Duration oldestMarkerAge() {
+    if (store.dialect() == Dialect.MARIADB) {
+      // MariaDB keeps processed_at as a UTC wall-clock time (DATETIME): read without a zone
+      LocalDateTime oldest = inSession(s -> s.selectOne(namespace + ".oldest"));
+      return oldest == null ? null : Duration.between(oldest.toInstant(ZoneOffset.UTC), clock.instant());
+    }
     Timestamp oldest = inSession(s -> s.selectOne(namespace + ".oldest"));
     return oldest == null ? null : Duration.between(oldest.toInstant(), clock.instant());
   }
@@ -211,13 +220,61 @@ public final class RetentionJob implements AutoCloseable {
   private record Batch(boolean held, int deleted) {}
 
   private Batch batch(Instant cutoff) {
+    if (store.dialect() == Dialect.MARIADB) {
+      return mariaDbBatch(cutoff);
+    }
     Map<String, Object> params = new HashMap<>();
     params.put("lockSpace", LOCK_SPACE);
     params.put("lockName", store.tableName());
     params.put("before", Timestamp.from(cutoff));
     params.put("maxRows", batchSize);
     Map<String, Object> row = inSession(s -> s.selectOne(namespace + ".purgeBatch", params));
-    return new Batch(Boolean.TRUE.equals(row.get("held")), ((Number) row.get("deleted")).intValue());
+    if (row == null) {
+      throw new IllegalStateException("the purge statement of " + store.tableName() + " returned no row");
+    }
+    return new Batch(Boolean.TRUE.equals(row.get("held")), (int) Rows.requiredLong(row, "deleted"));
+  }
+
+  /**
+   * MariaDB's batch: its named locks are the connection's, not the transaction's, so the session
+   * takes {@link #mariaDbLockName} with {@code GET_LOCK(…, 0)} (never waiting), deletes the batch
+   * (SKIP LOCKED, as on PostgreSQL) and commits, then releases the lock: three round trips, plus
+   * the COMMIT. A lock another instance holds makes the batch a no-op, as on PostgreSQL.
+   */
+  private Batch mariaDbBatch(Instant cutoff) {
+    Map<String, Object> params = new HashMap<>();
+    params.put("lockName", mariaDbLockName);
+    params.put("beforeUtc", LocalDateTime.ofInstant(cutoff, ZoneOffset.UTC));
+    params.put("maxRows", batchSize);
+    try (SqlSession session = store.openRetentionSession()) {
+      Integer held = session.selectOne(namespace + ".lock", params);
+      if (held == null || held != 1) {
+        session.rollback(true);
+        return new Batch(false, 0);
+      }
+      try {
+        int deleted = session.delete(namespace + ".purgeBatchDelete", params);
+        session.commit(true);
+        return new Batch(true, deleted);
+      } finally {
+        session.selectOne(namespace + ".unlock", params);
+        session.commit(true);
+      }
+    } catch (RuntimeException e) {
+      throw new StoreUnavailableException("retention of " + store.tableName() + " failed: "
+          + TransientFailures.rootMessage(e), e);
+    }
+  }
+
+  /**
+   * MariaDB's name of the purge lock of this table: {@code idem_retention_} and a hash of the table
+   * name (MariaDB's lock names have at most 64 characters).
+   */
+  private final String mariaDbLockName;
+
+  /** {@link #mariaDbLockName}, for tests. */
+  String mariaDbLockName() {
+    return mariaDbLockName;
   }
 
   private <T> T inSession(java.util.function.Function<SqlSession, T> work) {
@@ -248,6 +305,21 @@ public final class RetentionJob implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.warn("a RetentionListener threw; ignored", e);
     }
+  }
+
+  /**
+   * Checks {@code retention} against {@code horizons} by the rule {@link Builder#build()} applies
+   * (each horizon read once; the window strictly longer than every bounded one; an unbounded one
+   * refused unless {@code acceptReplaysBeyondWindow}), for a job built without horizons whose
+   * sources are known only later (the Spring Boot starter reads its listeners' topics at start-up).
+   *
+   * @return the horizons read
+   * @throws IllegalStateException naming the window, the horizon, the source and the fix
+   */
+  public static List<Horizon> checkWindow(Duration retention, List<RedeliveryHorizon> horizons,
+      boolean acceptReplaysBeyondWindow) {
+    return HorizonCheck.check(Objects.requireNonNull(retention, "retention"), List.copyOf(horizons),
+        acceptReplaysBeyondWindow);
   }
 
   /** The horizons read at {@link Builder#build()}. */

@@ -2,10 +2,12 @@ package io.idem.store.jdbc;
 
 import static io.idem.store.jdbc.MyBatisProcessedEventStore.MIGRATION_RESOURCE;
 
+import io.idem.IdempotencyKey;
 import io.idem.StoreUnavailableException;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
@@ -93,8 +95,66 @@ final class StartupChecks {
    *     WARN says how to add them; with only some, the table is refused
    */
   static boolean run(SqlSession session, String namespace, TableName table) {
+    return run(session, namespace, table, Dialect.POSTGRESQL);
+  }
+
+  /**
+   * {@link #run(SqlSession, String, TableName)} on {@code dialect}; on MariaDB also that the
+   * session's {@code sql_mode} is strict and that the key columns compare exactly ({@link
+   * #requireMariaDbRules}).
+   */
+  static boolean run(SqlSession session, String namespace, TableName table, Dialect dialect) {
     requireOwnTransaction(session, namespace);
-    return requireTable(session, namespace, table);
+    boolean deadLetters = requireTable(session, namespace, table, dialect);
+    if (dialect == Dialect.MARIADB) {
+      requireMariaDbRules(session, namespace, table);
+    }
+    return deadLetters;
+  }
+
+  /** The collations that compare a key as its bytes, trailing spaces included (NO PAD). */
+  private static final Set<String> EXACT_COLLATIONS =
+      Set.of("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "binary");
+
+  /**
+   * What MariaDB must hold for a claim to mean what it says: a strict {@code sql_mode}
+   * (STRICT_TRANS_TABLES or STRICT_ALL_TABLES; otherwise a value too long for its column is
+   * truncated with a warning, and two keys could become one), and key columns whose collation
+   * compares them exactly ({@link #EXACT_COLLATIONS}: MariaDB's default utf8mb4 collations ignore
+   * case, accents or trailing spaces, so "Order-1", "order-1" and "order-1 " would be one key).
+   */
+  private static void requireMariaDbRules(SqlSession session, String namespace, TableName table) {
+    String mode = query(() -> session.selectOne(namespace + ".sqlMode"), "could not read sql_mode");
+    if (mode == null || !(mode.contains("STRICT_TRANS_TABLES") || mode.contains("STRICT_ALL_TABLES"))) {
+      throw new IllegalStateException("the sessions' sql_mode is '" + mode + "', without"
+          + " STRICT_TRANS_TABLES: MariaDB would then truncate a value too long for its column with a"
+          + " warning instead of refusing it, and nothing may be truncated silently; add"
+          + " STRICT_TRANS_TABLES (MariaDB's default since 10.2.4) to the server's or the pool's"
+          + " sql_mode (Connector/J: sessionVariables=sql_mode=…)");
+    }
+    List<Map<String, Object>> collations = query(
+        () -> session.selectList(namespace + ".keyCollations", table.params()),
+        "could not read the collations of " + table.qualified());
+    for (Map<String, Object> row : collations) {
+      Object column = row.get("column");
+      int longest = "consumer_group".equals(column)
+          ? IdempotencyKey.MAX_CONSUMER_GROUP_LENGTH : IdempotencyKey.MAX_LENGTH;
+      Object maxChars = row.get("maxChars");
+      if (maxChars instanceof Number n && n.longValue() < longest) {
+        throw new IllegalStateException("processed-events table " + table.qualified() + ": " + column
+            + " holds at most " + n + " characters, but " + (longest == IdempotencyKey.MAX_LENGTH
+                ? "an idempotency key may have up to " : "a consumer group may have up to ")
+            + longest + " (IdempotencyKey); a longer one would be refused at run time; create the"
+            + " table with " + Dialect.MARIADB.migrations() + "/V1__processed_events.sql");
+      }
+      String collation = (String) row.get("collation");
+      if (collation != null && !EXACT_COLLATIONS.contains(collation.toLowerCase(java.util.Locale.ROOT))) {
+        throw new IllegalStateException("processed-events table " + table.qualified() + " compares "
+            + row.get("column") + " with collation " + collation + ", which takes different keys for"
+            + " one (case, accents or trailing spaces ignored); the key columns need utf8mb4_nopad_bin;"
+            + " create the table with " + Dialect.MARIADB.migrations() + "/V1__processed_events.sql");
+      }
+    }
   }
 
   /**
@@ -106,8 +166,23 @@ final class StartupChecks {
    */
   static void logIsolation(
       SqlSession session, String namespace, @Nullable TransactionIsolationLevel configured) {
+    logIsolation(session, namespace, configured, Dialect.POSTGRESQL);
+  }
+
+  /** {@link #logIsolation(SqlSession, String, TransactionIsolationLevel)} on {@code dialect}. */
+  static void logIsolation(SqlSession session, String namespace,
+      @Nullable TransactionIsolationLevel configured, Dialect dialect) {
     String level = query(() -> session.selectOne(namespace + ".isolationLevel"),
         "could not read the sessions' isolation level");
+    if (dialect == Dialect.MARIADB) {
+      LOG.info("processed-events transactions run at isolation level {} ({}); a claim racing another"
+          + " transaction on the same key waits for it (at most the claim lock timeout), then inserts"
+          + " or reads the committed row with a locking read; a deadlock (1213) or lock wait timeout"
+          + " (1205) retries the transaction (not counted)", level,
+          configured == null ? "the connection's own: no statement sent per transaction"
+              : "set by MyBatis on every session: one round trip per transaction");
+      return;
+    }
     LOG.info("processed-events transactions run at isolation level {} ({}); a claim racing another"
         + " transaction on the same key {}", level,
         configured == null ? "the connection's own: no statement sent per transaction"
@@ -137,32 +212,34 @@ final class StartupChecks {
     }
   }
 
-  private static boolean requireTable(SqlSession session, String namespace, TableName table) {
-    Map<String, Object> name = Map.of("table", table.qualified());
+  private static boolean requireTable(
+      SqlSession session, String namespace, TableName table, Dialect dialect) {
+    String script = script(dialect, "V1__processed_events.sql");
+    Map<String, Object> name = table.params();
     String what = "could not verify processed-events table " + table.qualified();
     List<String> columns = query(() -> session.selectList(namespace + ".columns", name), what);
     if (columns.isEmpty()) {
-      probe(session, namespace, table); // says why: missing, unusable name, no privilege, …
-      throw missing(table, null);
+      probe(session, namespace, table, script); // says why: missing, unusable name, no privilege, …
+      throw missing(table, null, script);
     }
     List<String> missing = COLUMNS.stream().filter(c -> !columns.contains(c)).toList();
     if (!missing.isEmpty()) {
       throw new IllegalStateException("table " + table.qualified() + " exists but is not an Idem"
           + " processed-events table: it has no column " + String.join(", ", missing) + "; create it"
-          + " with " + MIGRATION_RESOURCE);
+          + " with " + script);
     }
     Boolean keyed = query(() -> session.selectOne(namespace + ".conflictKey", name), what);
     if (!Boolean.TRUE.equals(keyed)) {
       throw new IllegalStateException("table " + table.qualified() + " has no PRIMARY KEY or UNIQUE"
           + " constraint on exactly (consumer_group, idempotency_key) (not deferrable, not partial),"
           + " so the claim's ON CONFLICT could not detect a duplicate; create the table with "
-          + MIGRATION_RESOURCE);
+          + script);
     }
-    probe(session, namespace, table); // the store's own statement: privileges, name usable
-    return deadLetterColumns(table, columns);
+    probe(session, namespace, table, script); // the store's own statement: privileges, name usable
+    return deadLetterColumns(table, columns, script);
   }
 
-  private static boolean deadLetterColumns(TableName table, List<String> columns) {
+  private static boolean deadLetterColumns(TableName table, List<String> columns, String script) {
     List<String> absent = DEAD_LETTER_COLUMNS.stream().filter(c -> !columns.contains(c)).toList();
     if (absent.isEmpty()) {
       return true;
@@ -170,24 +247,38 @@ final class StartupChecks {
     if (absent.size() < DEAD_LETTER_COLUMNS.size()) {
       throw new IllegalStateException("table " + table.qualified() + " has only some of the"
           + " dead-letter decision columns (no " + String.join(", ", absent) + "); apply "
-          + MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+          + script.replace("V1__processed_events.sql", "V3__processed_events_dead_letters.sql"));
     }
     LOG.warn("processed-events table {} has no dead-letter decision columns, so a message"
         + " dead-lettered just before a crash may be processed again and dead-lettered twice; apply {}"
         + " (or build the store with createTableIfMissing(true))", table.qualified(),
-        MyBatisProcessedEventStore.DEAD_LETTERS_MIGRATION_RESOURCE);
+        script.replace("V1__processed_events.sql", "V3__processed_events_dead_letters.sql"));
     return false;
   }
 
   /** Reads the table through the store's own statement, and says what its failure means. */
-  private static void probe(SqlSession session, String namespace, TableName table) {
+  private static void probe(SqlSession session, String namespace, TableName table, String script) {
     try {
       session.selectOne(namespace + ".exists", Map.of("consumerGroup", "idem-verify", "key", "idem-verify"));
     } catch (RuntimeException e) {
       String state = TransientFailures.sqlState(e);
       String qualified = table.qualified();
-      if ("42P01".equals(state) || "3F000".equals(state)) {
-        throw missing(table, e);
+      SQLException sql = Dialect.find(e, x -> x.getErrorCode() != 0);
+      int code = sql == null ? 0 : sql.getErrorCode(); // MariaDB's error code; pgjdbc's are 0
+      if ("42P01".equals(state) || "3F000".equals(state) || code == 1146 || code == 1049) {
+        throw missing(table, e, script);
+      }
+      if (code == 1064) {
+        throw new IllegalArgumentException("tableName '" + qualified + "' cannot be used as an unquoted"
+            + " identifier (a reserved word?): " + TransientFailures.rootMessage(e), e);
+      }
+      if (code == 1054) {
+        throw new IllegalStateException("table " + qualified + " exists but is not an Idem processed-events"
+            + " table (" + TransientFailures.rootMessage(e) + "); see " + script, e);
+      }
+      if (code == 1142 || code == 1044) {
+        throw new IllegalStateException("no privilege on processed-events table " + qualified + ": "
+            + TransientFailures.rootMessage(e), e);
       }
       if ("42601".equals(state)) {
         throw new IllegalArgumentException("tableName '" + qualified + "' cannot be used as an unquoted"
@@ -195,7 +286,7 @@ final class StartupChecks {
       }
       if ("42703".equals(state)) {
         throw new IllegalStateException("table " + qualified + " exists but is not an Idem processed-events"
-            + " table (" + TransientFailures.rootMessage(e) + "); see " + MIGRATION_RESOURCE, e);
+            + " table (" + TransientFailures.rootMessage(e) + "); see " + script, e);
       }
       if ("42501".equals(state)) {
         throw new IllegalStateException("no privilege on processed-events table " + qualified + ": "
@@ -205,10 +296,16 @@ final class StartupChecks {
     }
   }
 
-  private static IllegalStateException missing(TableName table, @Nullable Throwable cause) {
+  private static IllegalStateException missing(
+      TableName table, @Nullable Throwable cause, String script) {
     return new IllegalStateException("processed-events table " + table.qualified() + " does not exist:"
-        + " apply " + MIGRATION_RESOURCE + " with your migration tool, or build the store with"
+        + " apply " + script + " with your migration tool, or build the store with"
         + " createTableIfMissing(true)", cause);
+  }
+
+  /** The classpath location of {@code dialect}'s script {@code file}. */
+  static String script(Dialect dialect, String file) {
+    return dialect.migrations() + "/" + file;
   }
 
   static <T> T query(Supplier<T> query, String what) {

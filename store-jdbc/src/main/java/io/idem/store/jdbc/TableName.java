@@ -1,6 +1,8 @@
 package io.idem.store.jdbc;
 
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -21,5 +23,19 @@ record TableName(String qualified, String unqualified) {
     }
     String lower = name.toLowerCase(Locale.ROOT);
     return new TableName(lower, parts.length == 2 ? parts[1].toLowerCase(Locale.ROOT) : lower);
+  }
+
+  /**
+   * The name as the start-up statements take it: {@code table} (qualified, PostgreSQL's
+   * {@code to_regclass}), {@code schema} (the part before the dot, or {@code null}: MariaDB's
+   * current database) and {@code name} (the unqualified part).
+   */
+  Map<String, Object> params() {
+    Map<String, Object> params = new HashMap<>();
+    params.put("table", qualified);
+    params.put("schema", qualified.equals(unqualified)
+        ? null : qualified.substring(0, qualified.length() - unqualified.length() - 1));
+    params.put("name", unqualified);
+    return params;
   }
 }

@@ -16,7 +16,8 @@ import org.jspecify.annotations.Nullable;
  * have failed. Transient: connection errors (SQLSTATE class 08, which pgjdbc gives every I/O
  * failure), insufficient resources (53), operator intervention such as an admin shutdown
  * (57P01–57P05), serialization failure (40001), deadlock (40P01) and lock-not-available (55P03),
- * plus the JDBC transient/recoverable exception types. A message's transaction is classified by
+ * MariaDB's deadlock (1213) and lock wait timeout (1205), plus the JDBC transient/recoverable
+ * exception types. A message's transaction is classified by
  * {@link FailureClassifier} from its connection instead, never here.
  */
 final class TransientFailures {
@@ -78,6 +79,9 @@ final class TransientFailures {
         || e instanceof SQLRecoverableException
         || e instanceof SQLNonTransientConnectionException) {
       return true;
+    }
+    if (e.getErrorCode() == Dialect.ER_LOCK_DEADLOCK || e.getErrorCode() == Dialect.ER_LOCK_WAIT_TIMEOUT) {
+      return true; // MariaDB's deadlock and lock wait timeout (pgjdbc's error codes are always 0)
     }
     String state = e.getSQLState();
     if (state == null) {
