@@ -1,9 +1,15 @@
 package io.idem.jms;
 
+import io.idem.fixtures.ArtemisFixture;
+import io.idem.fixtures.PostgresFixture;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.BrokerAdapterCompatibilityKit;
 import io.idem.testkit.BrokerHarness;
+import io.idem.testkit.CrashMatrix;
+import io.idem.testkit.CrashMatrixConsumerFactory;
+import java.util.HashMap;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -24,5 +30,35 @@ class JmsAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
   @Override
   protected BrokerHarness harness(String name) {
     return new JmsHarness(name);
+  }
+
+  @Override
+  protected Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
+    return JmsCrashMatrixFactory.class;
+  }
+
+  @Override
+  protected Map<String, String> crashProperties(BrokerHarness harness) {
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    Map<String, String> properties = new HashMap<>(Map.of("url", artemis.url()));
+    if (artemis.user() != null) {
+      properties.put("user", artemis.user());
+      properties.put("password", artemis.password() == null ? "" : artemis.password());
+    }
+    return properties;
+  }
+
+  @Override
+  protected CrashMatrix.Jdbc crashJdbc() {
+    return CrashMatrix.Jdbc.of(dataSource(), PostgresFixture.shared().password());
+  }
+
+  /**
+   * Not yet: the JMS adapter does not count process deaths before the handler (issue 23, being
+   * done in parallel). Remove this override once it does.
+   */
+  @Override
+  protected boolean processDeathsCounted() {
+    return false;
   }
 }

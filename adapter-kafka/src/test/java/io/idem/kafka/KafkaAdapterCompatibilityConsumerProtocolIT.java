@@ -1,6 +1,7 @@
 package io.idem.kafka;
 
 import io.idem.testkit.BrokerHarness;
+import io.idem.testkit.CrashMatrixConsumerFactory;
 import java.util.Map;
 
 /**
@@ -12,5 +13,11 @@ class KafkaAdapterCompatibilityConsumerProtocolIT extends KafkaAdapterCompatibil
   @Override
   protected BrokerHarness harness(String name) {
     return new KafkaHarness(name, Map.of("group.protocol", "consumer"));
+  }
+
+  /** The crash matrix runs once for Kafka, in {@link KafkaAdapterCompatibilityIT} (classic protocol). */
+  @Override
+  protected Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
+    return null;
   }
 }

@@ -79,6 +79,11 @@ final class KafkaHarness implements BrokerHarness {
   }
 
   @Override
+  public void useConsumerGroup(String group) {
+    this.group = group;
+  }
+
+  @Override
   public long pendingCount() {
     return KafkaTestClients.lag(group, topic);
   }

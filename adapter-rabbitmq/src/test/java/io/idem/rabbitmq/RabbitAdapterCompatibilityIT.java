@@ -2,10 +2,14 @@ package io.idem.rabbitmq;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.fixtures.PostgresFixture;
+import io.idem.fixtures.RabbitFixture;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.BrokerAdapterCompatibilityKit;
 import io.idem.testkit.BrokerHarness;
+import io.idem.testkit.CrashMatrix;
+import io.idem.testkit.CrashMatrixConsumerFactory;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -45,5 +49,20 @@ abstract class RabbitAdapterCompatibilityIT extends BrokerAdapterCompatibilityKi
   @Override
   protected BrokerHarness harness(String name) {
     return new RabbitHarness(name, queueType());
+  }
+
+  @Override
+  protected Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
+    return RabbitCrashMatrixFactory.class;
+  }
+
+  @Override
+  protected Map<String, String> crashProperties(BrokerHarness harness) {
+    return Map.of("uri", RabbitFixture.shared().uri(), "queue-type", queueType().name());
+  }
+
+  @Override
+  protected CrashMatrix.Jdbc crashJdbc() {
+    return CrashMatrix.Jdbc.of(dataSource, PostgresFixture.shared().password());
   }
 }

@@ -2,6 +2,7 @@ package io.idem.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.awaitility.Awaitility.await;
 
 import io.idem.BrokerConsumer;
@@ -41,8 +42,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The behaviour every broker adapter must show, run against its real broker and a real
@@ -77,6 +80,53 @@ public abstract class BrokerAdapterCompatibilityKit {
 
   /** A harness on a fresh destination; {@code name} is safe for broker names ([a-z0-9-]). */
   protected abstract BrokerHarness harness(String name);
+
+  /**
+   * The crash matrix's consumer factory ({@link CrashMatrix}): it starts this adapter in the
+   * child JVM on {@link CrashMatrixContext#destination()} with {@link
+   * CrashMatrixContext#kitPipeline} on the adapter's store. Default {@code null}: the crash tests
+   * are skipped (an adapter whose broker cannot outlive the test's child JVM, such as an
+   * in-memory fake). Every real adapter should return one.
+   */
+  protected @Nullable Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
+    return null;
+  }
+
+  /**
+   * Properties the crash matrix's child needs for a point's destination (broker address, queue
+   * URL), read there with {@link CrashMatrixContext#property}; {@code harness} is the point's
+   * fresh harness from {@link #harness(String)}. Default none.
+   */
+  protected Map<String, String> crashProperties(BrokerHarness harness) {
+    return Map.of();
+  }
+
+  /**
+   * The database of the crash matrix's child: by default URL, user and schema of {@link
+   * #dataSource()} with no password; override where a password is needed.
+   */
+  protected CrashMatrix.Jdbc crashJdbc() {
+    return CrashMatrix.Jdbc.of(dataSource(), "");
+  }
+
+  /**
+   * Whether the adapter counts process deaths during a handler (it flags possible redeliveries,
+   * docs/FAILURES.md "Attempts that survive the process"): then the crash matrix's
+   * process-killing message must end dead-lettered with MAX_ATTEMPTS_EXCEEDED after at most
+   * maxAttempts deaths. Default true; an adapter that does not yet returns false and the poison
+   * test is skipped (it would kill every consumer for ever).
+   */
+  protected boolean processDeathsCounted() {
+    return true;
+  }
+
+  /**
+   * The crash matrix runner the crash tests use, tuned by the subclass (for example {@link
+   * CrashMatrix.Builder#interceptedBrokerCalls}); the default returns {@code matrix} unchanged.
+   */
+  protected CrashMatrix.Builder crashMatrix(CrashMatrix.Builder matrix) {
+    return matrix;
+  }
 
   /** How long the kit waits for an expected state; default 60 s. */
   protected Duration timeout() {
@@ -544,6 +594,65 @@ public abstract class BrokerAdapterCompatibilityKit {
       closeConsumersAndAwaitSettled();
       assertThat(effects.count("in-flight-1")).isEqualTo(1);
       assertThat(outcomes.count("in-flight-1", ProcessingOutcome.DUPLICATE)).isZero();
+    }
+  }
+
+  /** The crash tests' JUnit tag, {@value}: {@code -Dgroups=crash-matrix} runs only them. */
+  public static final String CRASH_MATRIX_TAG = "crash-matrix";
+
+  @Nested
+  @Tag(CRASH_MATRIX_TAG)
+  @DisplayName("crashes (child JVM halted at a point, restarted; the broker outlives it)")
+  class Crashes {
+
+    private void runMatrix(List<CrashPoint> points, boolean poison) {
+      Class<? extends CrashMatrixConsumerFactory> factory = crashConsumerFactory();
+      assumeTrue(factory != null, "no crashConsumerFactory(): the crash matrix is not run for this adapter");
+      if (factory == null) {
+        return; // (assumeTrue aborted already)
+      }
+      DataSource dataSource = dataSource();
+      CrashMatrix.Builder matrix = CrashMatrix.builder(factory)
+          .harness(BrokerAdapterCompatibilityKit.this::harness)
+          .effects((run, key) -> new KitEffects(dataSource, run).count(key))
+          .jdbc(crashJdbc())
+          .properties(BrokerAdapterCompatibilityKit.this::crashProperties)
+          .maxAttempts(retryPolicy().maxAttempts())
+          .timeout(timeout())
+          .points(points.toArray(CrashPoint[]::new))
+          .poisonMessage(poison);
+      crashMatrix(matrix).run().assertPassed();
+    }
+
+    @Test
+    @DisplayName("killed before the claim: every key applied exactly once")
+    void crashBeforeClaim() {
+      runMatrix(List.of(CrashPoint.BEFORE_CLAIM), false);
+    }
+
+    @Test
+    @DisplayName("killed after the handler wrote, before the commit: every key applied exactly once")
+    void crashAfterHandler() {
+      runMatrix(List.of(CrashPoint.AFTER_HANDLER), false);
+    }
+
+    @Test
+    @DisplayName("killed after the commit, before the ack: every key applied exactly once")
+    void crashAfterCommit() {
+      runMatrix(List.of(CrashPoint.AFTER_COMMIT), false);
+    }
+
+    @Test
+    @DisplayName("killed during the ack: every key applied exactly once")
+    void crashDuringAck() {
+      runMatrix(List.of(CrashPoint.DURING_ACK), false);
+    }
+
+    @Test
+    @DisplayName("a process-killing message is dead-lettered after at most maxAttempts deaths, the others applied once")
+    void processKillingMessage() {
+      assumeTrue(processDeathsCounted(), "this adapter does not count process deaths yet");
+      runMatrix(List.of(), true);
     }
   }
 

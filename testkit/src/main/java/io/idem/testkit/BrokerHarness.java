@@ -46,6 +46,14 @@ public interface BrokerHarness extends AutoCloseable {
    */
   long pendingCount();
 
+  /**
+   * Tells the harness the consumer group whose {@link #pendingCount()} is asked when no consumer
+   * was built through {@link #newConsumer} ({@link CrashMatrix}: the consumers run in a child
+   * JVM). Only a harness whose pending count depends on the group (Kafka: the group's committed
+   * offsets) needs to override it; the default does nothing.
+   */
+  default void useConsumerGroup(String group) {}
+
   /** Deletes the destination and its dead-letter destination; releases connections. */
   @Override
   void close();

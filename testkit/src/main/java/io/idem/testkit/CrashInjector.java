@@ -21,7 +21,11 @@ import org.jspecify.annotations.Nullable;
  *   <li>{@code idem.crash.broker-calls} — {@code intercepted} when the child JVM wraps its broker
  *       client and calls {@link #atBrokerOperation} at the broker operations: then
  *       {@link CrashPoint#DURING_ACK} and {@link CrashPoint#DEAD_LETTER_COPY_STORED} halt only
- *       there, inside the broker call.
+ *       there, inside the broker call;
+ *   <li>{@code idem.crash.poison-key} — a key whose handler "kills the process": the JVM halts
+ *       after the handler of that key returned, before its transaction commits, every time (in
+ *       every life of the JVM), printing {@code IDEM-CRASH POISON <key>} — a process-killing
+ *       message. Independent of {@code idem.crash.point}.
  * </ul>
  *
  * <p>Without intercepted broker calls, {@link CrashPoint#DURING_ACK} halts from a helper thread
@@ -33,10 +37,14 @@ public final class CrashInjector implements IdempotencyListener {
   /** Exit status of a planned crash: {@value}. */
   public static final int EXIT_STATUS = 137;
 
+  /** The name a poison-key halt prints in its {@code IDEM-CRASH} line: {@value}. */
+  public static final String POISON = "POISON";
+
   private final @Nullable CrashPoint point;
   private final long after;
   private final boolean interceptedBrokerCalls;
   private final AtomicLong passes = new AtomicLong();
+  private final @Nullable String poisonKey;
 
   /** A crash at {@code point} after {@code after} passes; DURING_ACK from a helper thread. */
   public CrashInjector(@Nullable CrashPoint point, long after) {
@@ -48,9 +56,19 @@ public final class CrashInjector implements IdempotencyListener {
    *     #atBrokerOperation}: then DURING_ACK and DEAD_LETTER_COPY_STORED halt only there
    */
   public CrashInjector(@Nullable CrashPoint point, long after, boolean interceptedBrokerCalls) {
+    this(point, after, interceptedBrokerCalls, null);
+  }
+
+  /**
+   * @param poisonKey a key whose every handler run halts the JVM (after the handler returned,
+   *     before the commit), or {@code null} for none
+   */
+  public CrashInjector(@Nullable CrashPoint point, long after, boolean interceptedBrokerCalls,
+      @Nullable String poisonKey) {
     this.point = point;
     this.after = after;
     this.interceptedBrokerCalls = interceptedBrokerCalls;
+    this.poisonKey = poisonKey;
   }
 
   /**
@@ -64,14 +82,19 @@ public final class CrashInjector implements IdempotencyListener {
     pass(here, operation);
   }
 
-  /** From {@code idem.crash.point} / {@code idem.crash.after}. */
+  /**
+   * From {@code idem.crash.point}, {@code idem.crash.after}, {@code idem.crash.broker-calls} and
+   * {@code idem.crash.poison-key}.
+   */
   public static CrashInjector fromSystemProperties() {
     String name = System.getProperty("idem.crash.point");
     CrashPoint point = name == null || name.isBlank()
         ? null
         : CrashPoint.valueOf(name.trim().toUpperCase(Locale.ROOT));
+    String poison = System.getProperty("idem.crash.poison-key");
     return new CrashInjector(point, Long.getLong("idem.crash.after", 0L),
-        "intercepted".equals(System.getProperty("idem.crash.broker-calls")));
+        "intercepted".equals(System.getProperty("idem.crash.broker-calls")),
+        poison == null || poison.isBlank() ? null : poison);
   }
 
   private void pass(CrashPoint here, String key) {
@@ -80,7 +103,7 @@ public final class CrashInjector implements IdempotencyListener {
     }
   }
 
-  private static void halt(CrashPoint here, String key) {
+  private static void halt(Object here, String key) {
     System.out.println("IDEM-CRASH " + here + " " + key);
     System.out.flush();
     Runtime.getRuntime().halt(EXIT_STATUS);
@@ -93,6 +116,9 @@ public final class CrashInjector implements IdempotencyListener {
 
   @Override
   public void afterHandler(InboundMessage message, IdempotencyKey key) {
+    if (key.value().equals(poisonKey)) {
+      halt(POISON, key.value());
+    }
     pass(CrashPoint.AFTER_HANDLER, key.value());
   }
 

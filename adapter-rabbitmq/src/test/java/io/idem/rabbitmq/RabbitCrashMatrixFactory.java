@@ -1,0 +1,36 @@
+package io.idem.rabbitmq;
+
+import io.idem.BrokerConsumer;
+import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.testkit.CrashMatrixConsumerFactory;
+import io.idem.testkit.CrashMatrixContext;
+import java.time.Duration;
+
+/**
+ * The adapter kit's crash matrix consumer ({@link RabbitAdapterCompatibilityIT#crashConsumerFactory}),
+ * run in the child JVM: the kit's pipeline on the MyBatis store, a RabbitMQ consumer configured
+ * as {@link TestQueue#configBuilder()} configures the kit's own. Properties: {@code uri}, {@code
+ * queue-type}.
+ */
+public final class RabbitCrashMatrixFactory implements CrashMatrixConsumerFactory {
+
+  @Override
+  public BrokerConsumer start(CrashMatrixContext context) {
+    MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(context.sessions()).build();
+    RabbitQueueType type = RabbitQueueType.valueOf(context.property("queue-type"));
+    RabbitConsumerConfig.Builder config = RabbitConsumerConfig.builder(context.destination())
+        .uri(context.property("uri"))
+        .queueType(type)
+        .concurrency(2)
+        .connectionName("idem-test-crash-" + context.destination())
+        .recoveryInterval(Duration.ofMillis(300))
+        .shutdownTimeout(Duration.ofSeconds(20));
+    if (type == RabbitQueueType.QUORUM) {
+      config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
+    }
+    RabbitIdempotentConsumer consumer =
+        RabbitIdempotentConsumer.create(config.build(), context.kitPipeline(store));
+    consumer.start();
+    return consumer;
+  }
+}
