@@ -52,13 +52,4 @@ class JmsAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
   protected CrashMatrix.Jdbc crashJdbc() {
     return CrashMatrix.Jdbc.of(dataSource(), PostgresFixture.shared().password());
   }
-
-  /**
-   * Not yet: the JMS adapter does not count process deaths before the handler (issue 23, being
-   * done in parallel). Remove this override once it does.
-   */
-  @Override
-  protected boolean processDeathsCounted() {
-    return false;
-  }
 }

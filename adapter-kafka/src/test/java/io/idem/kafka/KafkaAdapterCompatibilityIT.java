@@ -68,14 +68,4 @@ class KafkaAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
   protected CrashMatrix.Builder crashMatrix(CrashMatrix.Builder matrix) {
     return matrix.interceptedBrokerCalls(true);
   }
-
-  /**
-   * Not yet: the Kafka adapter does not flag records that may be redeliveries (issue 23, being
-   * done in parallel), so a process-killing record is re-polled after every restart. Remove this
-   * override once it does.
-   */
-  @Override
-  protected boolean processDeathsCounted() {
-    return false;
-  }
 }
