@@ -300,6 +300,17 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
     }
   }
 
+  /**
+   * One possible redelivery at a time in this JVM, every pipeline included: a flagged delivery
+   * ({@link InboundMessage#unaccountedRedelivery()}) counts its attempt, claims, runs its handler
+   * and commits holding it, so that a process death during that run is charged to it alone, never
+   * to the other flagged deliveries the same consumer (or another one of the JVM) runs at once —
+   * the messages received or prefetched with a process-killing one, redelivered with it after each
+   * death (docs/FAILURES.md, "One possible redelivery at a time"). Unflagged deliveries never take it.
+   */
+  private static final java.util.concurrent.locks.ReentrantLock POSSIBLE_REDELIVERIES =
+      new java.util.concurrent.locks.ReentrantLock();
+
   /** {@link #processKeyed}, within its observation when there is one. */
   private ProcessingOutcome processKeyedUnobserved(
       InboundMessage message,
@@ -309,6 +320,30 @@ public final class DefaultIdempotentConsumer<C> implements IdempotentConsumer<C>
       long start,
       Transactions<C> transactions) {
     listener.beforeClaim(message, key);
+    if (naturallyIdempotent || !message.unaccountedRedelivery()) {
+      return countAndRun(message, key, fingerprint, acknowledgement, start, transactions);
+    }
+    try {
+      POSSIBLE_REDELIVERIES.lockInterruptibly();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return failed(message, key, e, acknowledgement, start); // closing: handed back, not an attempt
+    }
+    try {
+      return countAndRun(message, key, fingerprint, acknowledgement, start, transactions);
+    } finally {
+      POSSIBLE_REDELIVERIES.unlock();
+    }
+  }
+
+  /** The attempt, the transaction and the settlement of one keyed delivery. */
+  private ProcessingOutcome countAndRun(
+      InboundMessage message,
+      IdempotencyKey key,
+      byte[] fingerprint,
+      Acknowledgement acknowledgement,
+      long start,
+      Transactions<C> transactions) {
     Attempt attempt;
     try {
       attempt = attempt(message, key);

@@ -272,6 +272,112 @@ class SpringListenerCrashIT {
     assertThat(new String(cause.value(), StandardCharsets.UTF_8)).isEqualTo("MAX_ATTEMPTS_EXCEEDED");
   }
 
+  /**
+   * A message whose handler halts the JVM every time, on a {@code @JmsListener} (Artemis, Boot's
+   * default factory): the restarted application sees it redelivered ({@code JMSRedelivered},
+   * {@code JMSXDeliveryCount} raised by each death) without knowing how the earlier run ended, so
+   * its attempt is counted in the store before each run; after {@code idem.retry.max-attempts}
+   * deaths Idem dead-letters it to {@code <queue>.dlq} with MAX_ATTEMPTS_EXCEEDED without running
+   * it, and every other event is applied once.
+   */
+  @Test
+  void jmsListenerWhoseMessageKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    String queue = jmsQueueWithEvents();
+    ArtemisFixture artemis = ArtemisFixture.shared();
+    artemis.createQueue(queue + ".dlq");
+    cleanup.add(() -> artemis.deleteQueue(queue + ".dlq"));
+    String poison = key(3);
+    int maxAttempts = 3;
+    int deaths = 0;
+    while (true) {
+      ChildJvm run = child("run-" + deaths, "jms", queue, null, 0,
+          "-Dtest.poison=" + poison, "-Didem.retry.max-attempts=" + maxAttempts);
+      try (run) {
+        await("the application dies or dead-letters the poison").atMost(WAIT).until(() ->
+            !run.isAlive() || artemis.messageCount(queue + ".dlq") > 0);
+        if (run.isAlive()) {
+          await("every other event applied and the queue drained").atMost(WAIT).untilAsserted(() -> {
+            assertThat(run.isAlive()).as("alive").isTrue();
+            assertThat(distinct()).isEqualTo(EVENTS - 1);
+            assertThat(artemis.messageCount(queue)).isZero();
+          });
+          break;
+        }
+      }
+      deaths++;
+      assertThat(deaths).as("process deaths of the poison message").isLessThanOrEqualTo(maxAttempts);
+    }
+    assertThat(deaths).as("process deaths of the poison message").isEqualTo(maxAttempts);
+    assertThat(count(poison)).isZero();
+    assertThat(total()).isEqualTo(EVENTS - 1);
+    assertThat(doubled()).isZero();
+    assertThat(artemis.messageCount(queue + ".dlq")).as("dead letters: the poison only").isEqualTo(1);
+    try (jakarta.jms.JMSContext context = artemis.connectionFactory().createContext();
+        jakarta.jms.JMSConsumer consumer = context.createConsumer(context.createQueue(queue + ".dlq"))) {
+      jakarta.jms.Message dead = consumer.receive(WAIT.toMillis());
+      assertThat(dead).isNotNull();
+      assertThat(dead.getStringProperty("idem_dead_letter_cause")).isEqualTo("MAX_ATTEMPTS_EXCEEDED");
+      assertThat(dead.getBody(String.class)).isEqualTo(poison);
+    } catch (jakarta.jms.JMSException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * The same on an {@code @SqsListener} (ElasticMQ in this JVM, outliving the application): the
+   * poison comes back after its visibility timeout with {@code ApproximateReceiveCount} above 1,
+   * which the restarted application cannot account for, so it is counted in the store before each
+   * run and dead-lettered to {@code <queue>-dlq} after {@code idem.retry.max-attempts} deaths.
+   */
+  @Test
+  void sqsListenerWhoseMessageKillsTheProcessDeadLettersItAfterMaxAttemptsDeaths() {
+    String queueUrl = sqsQueueWithEvents();
+    SqsFixture sqs = SqsFixture.shared();
+    software.amazon.awssdk.services.sqs.SqsClient client = sqs.newClient();
+    String dlqUrl = sqs.createQueue(client, sqsName(queueUrl) + "-dlq", Map.of());
+    cleanup.add(() -> {
+      sqs.deleteQueue(client, dlqUrl);
+      client.close();
+    });
+    String poison = key(3);
+    int maxAttempts = 3;
+    int deaths = 0;
+    while (true) {
+      ChildJvm run = child("run-" + deaths, "sqs", sqsName(queueUrl), null, 0,
+          "-Dtest.poison=" + poison, "-Didem.retry.max-attempts=" + maxAttempts);
+      try (run) {
+        await("the application dies or dead-letters the poison").atMost(WAIT).until(() ->
+            !run.isAlive() || sqsMessages(dlqUrl) > 0);
+        if (run.isAlive()) {
+          try {
+            await("every other event applied and the queue drained").atMost(WAIT).untilAsserted(() -> {
+              assertThat(run.isAlive()).as("alive").isTrue();
+              assertThat(distinct()).isEqualTo(EVENTS - 1);
+              assertThat(sqsMessages(queueUrl)).isZero();
+            });
+          } catch (RuntimeException | AssertionError e) {
+            System.out.println("the application's output (dead letters " + sqsMessages(dlqUrl) + ", on the queue " + sqsMessages(queueUrl) + "):\n"
+                + String.join("\n", run.lines()));
+            throw e;
+          }
+          break;
+        }
+      }
+      deaths++;
+      assertThat(deaths).as("process deaths of the poison message").isLessThanOrEqualTo(maxAttempts);
+    }
+    assertThat(deaths).as("process deaths of the poison message").isEqualTo(maxAttempts);
+    assertThat(count(poison)).isZero();
+    assertThat(total()).isEqualTo(EVENTS - 1);
+    assertThat(doubled()).isZero();
+    var dead = client.receiveMessage(r -> r.queueUrl(dlqUrl).maxNumberOfMessages(10)
+        .messageAttributeNames("All").waitTimeSeconds(5)).messages();
+    assertThat(dead).as("dead letters: the poison only").hasSize(1);
+    assertThat(dead.get(0).body()).isEqualTo(poison);
+    assertThat(dead.get(0).messageAttributes().get(io.idem.DeadLetterReason.HEADER_CAUSE).stringValue())
+        .isEqualTo("MAX_ATTEMPTS_EXCEEDED");
+  }
+
   @Test
   void jmsListenerHaltedAfterIdemsCommitBeforeTheSessionCommit() {
     String queue = jmsQueueWithEvents();

@@ -158,6 +158,46 @@ class AttemptsPipelineTest {
   }
 
   /**
+   * Possible redeliveries run one at a time in the JVM (every pipeline included), so that a death
+   * during one is charged to it alone, not to the messages redelivered with it and run beside it
+   * (an {@code @SqsListener} runs ten at once); first deliveries still run side by side.
+   */
+  @Test
+  void possibleRedeliveriesRunOneAtATimeAndFirstDeliveriesSideBySide() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger most = new java.util.concurrent.atomic.AtomicInteger();
+    MessageHandler<InMemoryTransaction> handler = (m, tx) -> {
+      most.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      try {
+        Thread.sleep(150); // long enough for the other to overlap, were it let in
+      } finally {
+        inFlight.decrementAndGet();
+      }
+    };
+    java.util.function.Function<InboundMessage, java.util.concurrent.CompletableFuture<ProcessingOutcome>> async =
+        d -> java.util.concurrent.CompletableFuture.supplyAsync(() -> IdempotentConsumer.builder(store)
+            .consumerGroup("billing").handler(handler).retryPolicy(threeAttempts).build()
+            .process(d, new RecordingAcknowledgement()));
+    var a = async.apply(delivery("again-a", true, 2));
+    var b = async.apply(delivery("again-b", true, 2));
+    assertThat(a.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(b.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(most).as("possible redeliveries in their handlers at once").hasValue(1);
+
+    java.util.concurrent.CountDownLatch both = new java.util.concurrent.CountDownLatch(2);
+    MessageHandler<InMemoryTransaction> firsts = (m, tx) -> {
+      both.countDown();
+      assertThat(both.await(10, java.util.concurrent.TimeUnit.SECONDS)).as("side by side").isTrue();
+    };
+    var c = java.util.concurrent.CompletableFuture.supplyAsync(() -> IdempotentConsumer.builder(store)
+        .consumerGroup("billing").handler(firsts).build().process(delivery("first-c", false, 1), new RecordingAcknowledgement()));
+    var d = java.util.concurrent.CompletableFuture.supplyAsync(() -> IdempotentConsumer.builder(store)
+        .consumerGroup("billing").handler(firsts).build().process(delivery("first-d", false, 1), new RecordingAcknowledgement()));
+    assertThat(c.get(15, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(ProcessingOutcome.PROCESSED);
+    assertThat(d.get(15, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(ProcessingOutcome.PROCESSED);
+  }
+
+  /**
    * With maxAttempts 1 a process-killing message gets two deaths, not one: its first counted run
    * always runs, since Idem cannot tell a first delivery that died from one only prefetched.
    */
