@@ -78,10 +78,13 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
 
   /**
    * store-jdbc's builder preset for an Idempotency-Key endpoint: {@link
-   * #IN_FLIGHT_CLAIM_LOCK_TIMEOUT}, so that a repeat of an in-flight key answers 409 at once.
+   * #IN_FLIGHT_CLAIM_LOCK_TIMEOUT}, so that a repeat of an in-flight key answers 409 at once, for
+   * the claim only ({@link MyBatisProcessedEventStore.Builder#restoreLockTimeoutAfterClaim}: the
+   * handler's lock waits keep the connection's {@code lock_timeout}, at no extra round trip).
    */
   public static MyBatisProcessedEventStore.Builder processedEventStore(SqlSessionFactory sessions) {
-    return MyBatisProcessedEventStore.builder(sessions).claimLockTimeout(IN_FLIGHT_CLAIM_LOCK_TIMEOUT);
+    return MyBatisProcessedEventStore.builder(sessions).claimLockTimeout(IN_FLIGHT_CLAIM_LOCK_TIMEOUT)
+        .restoreLockTimeoutAfterClaim(true);
   }
 
   /** The table, lower-cased. */
@@ -89,10 +92,15 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     return sql.table();
   }
 
-  /** {@value ResponseTableSql#RESET_LOCK_TIMEOUT}, unless {@link Builder#resetLockTimeout(boolean)} is off. */
+  /**
+   * {@value ResponseTableSql#RESET_LOCK_TIMEOUT} (one round trip), unless {@link
+   * Builder#resetLockTimeout(boolean)} is off or the store's claim already set the lock timeout
+   * back in its own round trip ({@link MyBatisProcessedEventStore#lockTimeoutRestoredAfterClaim}:
+   * the store built with {@link #processedEventStore}).
+   */
   @Override
   public void beforeHandler(SqlSession transaction) {
-    if (!resetLockTimeout) {
+    if (!resetLockTimeout || MyBatisProcessedEventStore.lockTimeoutRestoredAfterClaim(transaction)) {
       return;
     }
     try (Statement s = transaction.getConnection().createStatement()) {
@@ -102,15 +110,17 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
+  /**
+   * The INSERT, sent in the COMMIT's round trip on PostgreSQL ({@link
+   * MyBatisProcessedEventStore#executeBeforeCommit}: it commits with the marker or not at all, and
+   * its failure fails the transaction at the commit); at once elsewhere (MariaDB, another driver, a
+   * session the store did not open).
+   */
   @Override
   public void save(SqlSession transaction, IdempotencyKey key, StoredResponse response) {
-    try (PreparedStatement s = transaction.getConnection().prepareStatement(sql.insert())) {
-      s.setString(1, key.consumerGroup());
-      s.setString(2, key.value());
-      s.setInt(3, response.status());
-      s.setString(4, headersJson(response.headers()));
-      s.setBytes(5, response.body());
-      s.executeUpdate();
+    try {
+      MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.insert(), key.consumerGroup(),
+          key.value(), response.status(), headersJson(response.headers()), response.body());
     } catch (SQLException e) {
       throw new IllegalStateException("could not store the response of key '" + key.value() + "' in "
           + sql.table() + ": " + e.getMessage(), e);
