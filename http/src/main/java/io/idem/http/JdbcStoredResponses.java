@@ -29,7 +29,9 @@ import org.jspecify.annotations.Nullable;
  * transaction context is a MyBatis {@link SqlSession}: store-jdbc's {@link
  * MyBatisProcessedEventStore}, or the Spring starter's store. Its statements run on the session's
  * own connection inside the claiming transaction (plain JDBC, so they work whatever mappers the
- * session's factory has); {@link #find} and the start-up checks run on the {@link DataSource}.
+ * session's factory has) — on a store-jdbc transaction on pgjdbc the INSERT in the COMMIT's round
+ * trip, so that a new key costs 3 round trips with {@link #processedEventStore} (docs/HTTP.md,
+ * "Round trips"); {@link #find} and the start-up checks run on the {@link DataSource}.
  *
  * <p>Each row references its key's processed-events marker ({@code ON DELETE CASCADE}): the
  * store's {@code RetentionJob} purging a marker purges its response, so responses live exactly
@@ -253,11 +255,14 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
 
     /**
-     * Default {@code true}: {@link JdbcStoredResponses#beforeHandler} sends {@value
-     * ResponseTableSql#RESET_LOCK_TIMEOUT}, so that the endpoint's short claim lock timeout
-     * ({@link JdbcStoredResponses#IN_FLIGHT_CLAIM_LOCK_TIMEOUT}) bounds the claim only, not the
-     * handler's own lock waits. {@code false} saves that round trip when the store's claim lock
-     * timeout is one the handler may share.
+     * Default {@code true}: on a store whose claim keeps its lock timeout for the transaction (not
+     * built with {@link JdbcStoredResponses#processedEventStore}, or the Spring starter's), {@link
+     * JdbcStoredResponses#beforeHandler} sends {@value ResponseTableSql#RESET_LOCK_TIMEOUT}, so
+     * that the endpoint's short claim lock timeout ({@link
+     * JdbcStoredResponses#IN_FLIGHT_CLAIM_LOCK_TIMEOUT}) bounds the claim only, not the handler's
+     * own lock waits. {@code false} saves that round trip when the store's claim lock timeout is
+     * one the handler may share. Nothing is sent either way when the store restored the lock
+     * timeout in the claim's own round trip.
      */
     public Builder resetLockTimeout(boolean value) {
       this.resetLockTimeout = value;
