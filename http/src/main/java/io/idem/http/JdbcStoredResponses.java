@@ -8,6 +8,7 @@ import io.idem.http.internal.ResponseTableSql;
 import io.idem.http.internal.SqlFailures;
 import io.idem.http.spi.StoredResponse;
 import io.idem.http.spi.StoredResponses;
+import io.idem.store.jdbc.Dialect;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,7 +26,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The stored-response table ({@code idem_http_responses}, migration {@value
- * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}) on PostgreSQL, for a store whose
+ * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}; on MariaDB {@value
+ * ResponseTableSql#MARIADB_MIGRATION_RESOURCE}) on PostgreSQL or MariaDB, for a store whose
  * transaction context is a MyBatis {@link SqlSession}: store-jdbc's {@link
  * MyBatisProcessedEventStore}, or the Spring starter's store. Its statements run on the session's
  * own connection inside the claiming transaction (plain JDBC, so they work whatever mappers the
@@ -57,9 +59,9 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
   private final ResponseTableSql sql;
   private final boolean resetLockTimeout;
 
-  private JdbcStoredResponses(Builder b) {
+  private JdbcStoredResponses(Builder b, Dialect dialect) {
     this.dataSource = b.dataSource;
-    this.sql = ResponseTableSql.of(b.tableName, b.processedEventsTable);
+    this.sql = ResponseTableSql.of(b.tableName, b.processedEventsTable, dialect);
     this.resetLockTimeout = b.resetLockTimeout;
   }
 
@@ -94,6 +96,11 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     return sql.table();
   }
 
+  /** The database the statements are written for: {@link Builder#dialect}, or read at {@link Builder#build()}. */
+  public Dialect dialect() {
+    return sql.dialect();
+  }
+
   /**
    * {@value ResponseTableSql#RESET_LOCK_TIMEOUT} (one round trip), unless {@link
    * Builder#resetLockTimeout(boolean)} is off or the store's claim already set the lock timeout
@@ -102,8 +109,9 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
    */
   @Override
   public void beforeHandler(SqlSession transaction) {
-    if (!resetLockTimeout || MyBatisProcessedEventStore.lockTimeoutRestoredAfterClaim(transaction)) {
-      return;
+    if (!resetLockTimeout || sql.dialect() == Dialect.MARIADB
+        || MyBatisProcessedEventStore.lockTimeoutRestoredAfterClaim(transaction)) {
+      return; // MariaDB's claim bounds its own statement only (SET STATEMENT … FOR)
     }
     try (Statement s = transaction.getConnection().createStatement()) {
       s.execute(ResponseTableSql.RESET_LOCK_TIMEOUT);
@@ -176,6 +184,10 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
   /** Creates the table when missing: the migration, under store-jdbc's schema lock. */
   private void createTable() {
     try (Connection c = dataSource.getConnection()) {
+      if (sql.dialect() == Dialect.MARIADB) {
+        createOnMariaDb(c);
+        return;
+      }
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
@@ -196,12 +208,51 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
+  /** MariaDB's DDL commits on its own: the script in auto-commit, under the named schema lock. */
+  private void createOnMariaDb(Connection c) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(true);
+    try (Statement s = c.createStatement()) {
+      try (ResultSet locked = s.executeQuery(ResponseTableSql.mariaDbSchemaLock())) {
+        if (!locked.next() || locked.getInt(1) != 1) {
+          throw new SQLException("another instance held the schema lock too long while applying the schema", "HY000");
+        }
+      }
+      try {
+        for (String statement : sql.statements()) {
+          s.execute(statement);
+        }
+      } finally {
+        s.execute(ResponseTableSql.mariaDbSchemaUnlock());
+      }
+    } finally {
+      c.setAutoCommit(autoCommit);
+    }
+  }
+
+  /**
+   * The database behind {@code dataSource}, from one connection's metadata: MariaDB when its
+   * product name says so (also MySQL Connector/J on a MariaDB server), PostgreSQL otherwise (the
+   * store refuses other databases itself).
+   */
+  private static Dialect detect(DataSource dataSource) {
+    try (Connection c = dataSource.getConnection()) {
+      var metadata = c.getMetaData();
+      String product = String.valueOf(metadata.getDatabaseProductName()).toLowerCase(java.util.Locale.ROOT);
+      String version = String.valueOf(metadata.getDatabaseProductVersion()).toLowerCase(java.util.Locale.ROOT);
+      return product.equals("mariadb") || (product.equals("mysql") && version.contains("mariadb"))
+          ? Dialect.MARIADB : Dialect.POSTGRESQL;
+    } catch (SQLException | RuntimeException e) {
+      throw SqlFailures.failure("could not read which database the stored responses are on", e);
+    }
+  }
+
   private void verify() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
     } catch (SQLException | RuntimeException e) {
       throw SqlFailures.failure(sql.table() + " is missing or misshapen (apply "
-          + ResponseTableSql.MIGRATION_RESOURCE + ", or createTableIfMissing(true))", e);
+          + sql.migrationResource() + ", or createTableIfMissing(true))", e);
     }
   }
 
@@ -218,6 +269,7 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     private boolean createTableIfMissing;
     private boolean verifyTable = true;
     private boolean resetLockTimeout = true;
+    private @Nullable Dialect dialect;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -270,12 +322,25 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
 
     /**
+     * Default {@code null}: {@link #build()} reads the database from one connection's metadata
+     * when it reaches the database anyway ({@link #verifyTable} or {@link #createTableIfMissing}),
+     * and assumes PostgreSQL when it does neither. Given, it must be the store's database.
+     */
+    public Builder dialect(@Nullable Dialect value) {
+      this.dialect = value;
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException when a table name is not a plain identifier
      * @throws IllegalStateException when the table is missing or misshapen, or could not be created
      * @throws StoreUnavailableException when the database could not be reached
      */
     public JdbcStoredResponses build() {
-      JdbcStoredResponses responses = new JdbcStoredResponses(this);
+      ResponseTableSql.of(tableName, processedEventsTable); // the names, before the database
+      Dialect resolved = dialect != null ? dialect
+          : verifyTable || createTableIfMissing ? detect(dataSource) : Dialect.POSTGRESQL;
+      JdbcStoredResponses responses = new JdbcStoredResponses(this, resolved);
       if (createTableIfMissing) {
         responses.createTable();
       }
