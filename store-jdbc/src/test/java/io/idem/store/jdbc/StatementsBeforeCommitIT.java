@@ -235,6 +235,52 @@ class StatementsBeforeCommitIT {
     }
   }
 
+  /**
+   * In a run the next claim travels with the COMMIT, restored there too (its answer is then the
+   * fourth result set: check, saved timeout, claim); a transaction with a queued statement carries
+   * nothing and commits alone.
+   */
+  @Test
+  void aRunCarriesARestoredClaimButNotPastAQueuedStatement() throws Exception {
+    List<String> seen = new CopyOnWriteArrayList<>();
+    IdempotentConsumer<SqlSession> pipeline = StoreTests.pipeline(restoring, (message, session) -> {
+      String key = message.header("idempotency-key");
+      seen.add(show(session));
+      insertEffect(session, key);
+      if (key.startsWith("queued-")) {
+        MyBatisProcessedEventStore.executeBeforeCommit(session, ANSWER, key, new byte[] {3}, 200);
+      }
+    }, false);
+    List<io.idem.InboundMessage> messages = List.of(StoreTests.message("run-a-" + UUID.randomUUID(), "{}", 1),
+        StoreTests.message("run-b-" + UUID.randomUUID(), "{}", 1),
+        StoreTests.message("queued-" + UUID.randomUUID(), "{}", 1),
+        StoreTests.message("run-c-" + UUID.randomUUID(), "{}", 1));
+    List<Long> trips = new ArrayList<>();
+    List<ProcessingOutcome> outcomes = new ArrayList<>();
+    try (io.idem.MessageRun run = pipeline.openRun()) {
+      for (int i = 0; i < messages.size(); i++) {
+        io.idem.InboundMessage next = i + 1 < messages.size() ? messages.get(i + 1) : null;
+        io.idem.InboundMessage message = messages.get(i);
+        List<String> sent = PgjdbcRoundTrips.frontendMessages(
+            () -> outcomes.add(run.process(message, new RecordedAcknowledgement(), () -> next)));
+        trips.add(PgjdbcRoundTrips.roundTrips(sent));
+      }
+    }
+    assertThat(outcomes).containsOnly(ProcessingOutcome.PROCESSED).hasSize(4);
+    // each handler: SHOW, INSERT. a: claim, SHOW, INSERT, check + COMMIT + b's claim; b: SHOW,
+    // INSERT, check + COMMIT + the queued one's claim; queued: SHOW, INSERT, its statement + check
+    // + COMMIT (nothing carried); c: claim, SHOW, INSERT, check + COMMIT
+    assertThat(trips).containsExactly(4L, 3L, 3L, 4L);
+    assertThat(seen).as("every handler, carried claim or not, under the connection's lock_timeout")
+        .containsOnly("5s").hasSize(4);
+    for (io.idem.InboundMessage message : messages) {
+      assertThat(StoreTests.count(pool, "SELECT count(*) FROM effects WHERE k = '"
+          + message.header("idempotency-key") + "'")).isEqualTo(1);
+    }
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM answers WHERE k = '"
+        + messages.get(2).header("idempotency-key") + "'")).isEqualTo(1);
+  }
+
   @Test
   void aBatchClaimIsRestoredToo() throws Exception {
     List<String> seen = new CopyOnWriteArrayList<>();
