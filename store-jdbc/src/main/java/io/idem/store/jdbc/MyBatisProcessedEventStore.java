@@ -379,7 +379,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * policy does not retry, docs/FAILURES.md). Its parameters are bound in order ({@code byte[]}
    * as bytes, {@code null} as SQL NULL, anything else with {@link
    * java.sql.PreparedStatement#setObject}); it must not end the transaction, and what it returns
-   * is not read.
+   * is not read. A division by zero (22012) raised by it is taken for the commit check's (the
+   * handler ended the transaction): a handler failure either way, rolled back.
    *
    * <p>Otherwise — MariaDB or another driver, nothing claimed, or a session not opened by this
    * store (the Spring starter's store) — it runs at once on the transaction's connection, one
