@@ -276,8 +276,14 @@ public final class IdempotencyKeyEndpoint<C> {
       throw e;
     }
     Duration retryAfter = outcome == ProcessingOutcome.RETRY ? orOne(exchange.retryDelay()) : null;
+    // not the handler's: its transaction failed after it, at the commit (the stored response's
+    // INSERT travels in the COMMIT's round trip)
+    String what = failure != null ? failure.getClass().getSimpleName() + ": " + failure.getMessage()
+        : exchange.retryFailure() != null ? exchange.retryFailure().getClass().getSimpleName() + ": "
+            + exchange.retryFailure().getMessage()
+        : reason != null ? reason.detail() : "unknown failure";
     Problems.write(response, Problems.HANDLER_FAILED, "the request failed and was rolled back ("
-        + (failure == null ? "unknown failure" : failure.getClass().getSimpleName() + ": " + failure.getMessage())
+        + what
         + "); nothing was applied or stored"
         + (retryAfter != null ? ", retry with the same " + KEY_HEADER : ""), retryAfter);
   }

@@ -8,6 +8,7 @@ import io.idem.http.internal.ResponseTableSql;
 import io.idem.http.internal.SqlFailures;
 import io.idem.http.spi.StoredResponse;
 import io.idem.http.spi.StoredResponses;
+import io.idem.store.jdbc.Dialect;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,11 +26,14 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The stored-response table ({@code idem_http_responses}, migration {@value
- * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}) on PostgreSQL, for a store whose
+ * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}; on MariaDB {@value
+ * ResponseTableSql#MARIADB_MIGRATION_RESOURCE}) on PostgreSQL or MariaDB, for a store whose
  * transaction context is a MyBatis {@link SqlSession}: store-jdbc's {@link
  * MyBatisProcessedEventStore}, or the Spring starter's store. Its statements run on the session's
  * own connection inside the claiming transaction (plain JDBC, so they work whatever mappers the
- * session's factory has); {@link #find} and the start-up checks run on the {@link DataSource}.
+ * session's factory has) — on a store-jdbc transaction on pgjdbc the INSERT in the COMMIT's round
+ * trip, so that a new key costs 3 round trips with {@link #processedEventStore} (docs/HTTP.md,
+ * "Round trips"); {@link #find} and the start-up checks run on the {@link DataSource}.
  *
  * <p>Each row references its key's processed-events marker ({@code ON DELETE CASCADE}): the
  * store's {@code RetentionJob} purging a marker purges its response, so responses live exactly
@@ -55,9 +59,9 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
   private final ResponseTableSql sql;
   private final boolean resetLockTimeout;
 
-  private JdbcStoredResponses(Builder b) {
+  private JdbcStoredResponses(Builder b, Dialect dialect) {
     this.dataSource = b.dataSource;
-    this.sql = ResponseTableSql.of(b.tableName, b.processedEventsTable);
+    this.sql = ResponseTableSql.of(b.tableName, b.processedEventsTable, dialect);
     this.resetLockTimeout = b.resetLockTimeout;
   }
 
@@ -78,10 +82,13 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
 
   /**
    * store-jdbc's builder preset for an Idempotency-Key endpoint: {@link
-   * #IN_FLIGHT_CLAIM_LOCK_TIMEOUT}, so that a repeat of an in-flight key answers 409 at once.
+   * #IN_FLIGHT_CLAIM_LOCK_TIMEOUT}, so that a repeat of an in-flight key answers 409 at once, for
+   * the claim only ({@link MyBatisProcessedEventStore.Builder#restoreLockTimeoutAfterClaim}: the
+   * handler's lock waits keep the connection's {@code lock_timeout}, at no extra round trip).
    */
   public static MyBatisProcessedEventStore.Builder processedEventStore(SqlSessionFactory sessions) {
-    return MyBatisProcessedEventStore.builder(sessions).claimLockTimeout(IN_FLIGHT_CLAIM_LOCK_TIMEOUT);
+    return MyBatisProcessedEventStore.builder(sessions).claimLockTimeout(IN_FLIGHT_CLAIM_LOCK_TIMEOUT)
+        .restoreLockTimeoutAfterClaim(true);
   }
 
   /** The table, lower-cased. */
@@ -89,11 +96,22 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     return sql.table();
   }
 
-  /** {@value ResponseTableSql#RESET_LOCK_TIMEOUT}, unless {@link Builder#resetLockTimeout(boolean)} is off. */
+  /** The database the statements are written for: {@link Builder#dialect}, or read at {@link Builder#build()}. */
+  public Dialect dialect() {
+    return sql.dialect();
+  }
+
+  /**
+   * {@value ResponseTableSql#RESET_LOCK_TIMEOUT} (one round trip), unless {@link
+   * Builder#resetLockTimeout(boolean)} is off or the store's claim already set the lock timeout
+   * back in its own round trip ({@link MyBatisProcessedEventStore#lockTimeoutRestoredAfterClaim}:
+   * the store built with {@link #processedEventStore}).
+   */
   @Override
   public void beforeHandler(SqlSession transaction) {
-    if (!resetLockTimeout) {
-      return;
+    if (!resetLockTimeout || sql.dialect() == Dialect.MARIADB
+        || MyBatisProcessedEventStore.lockTimeoutRestoredAfterClaim(transaction)) {
+      return; // MariaDB's claim bounds its own statement only (SET STATEMENT … FOR)
     }
     try (Statement s = transaction.getConnection().createStatement()) {
       s.execute(ResponseTableSql.RESET_LOCK_TIMEOUT);
@@ -102,15 +120,17 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
+  /**
+   * The INSERT, sent in the COMMIT's round trip on PostgreSQL ({@link
+   * MyBatisProcessedEventStore#executeBeforeCommit}: it commits with the marker or not at all, and
+   * its failure fails the transaction at the commit); at once elsewhere (MariaDB, another driver, a
+   * session the store did not open).
+   */
   @Override
   public void save(SqlSession transaction, IdempotencyKey key, StoredResponse response) {
-    try (PreparedStatement s = transaction.getConnection().prepareStatement(sql.insert())) {
-      s.setString(1, key.consumerGroup());
-      s.setString(2, key.value());
-      s.setInt(3, response.status());
-      s.setString(4, headersJson(response.headers()));
-      s.setBytes(5, response.body());
-      s.executeUpdate();
+    try {
+      MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.insert(), key.consumerGroup(),
+          key.value(), response.status(), headersJson(response.headers()), response.body());
     } catch (SQLException e) {
       throw new IllegalStateException("could not store the response of key '" + key.value() + "' in "
           + sql.table() + ": " + e.getMessage(), e);
@@ -164,6 +184,10 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
   /** Creates the table when missing: the migration, under store-jdbc's schema lock. */
   private void createTable() {
     try (Connection c = dataSource.getConnection()) {
+      if (sql.dialect() == Dialect.MARIADB) {
+        createOnMariaDb(c);
+        return;
+      }
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
@@ -184,12 +208,51 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
+  /** MariaDB's DDL commits on its own: the script in auto-commit, under the named schema lock. */
+  private void createOnMariaDb(Connection c) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    c.setAutoCommit(true);
+    try (Statement s = c.createStatement()) {
+      try (ResultSet locked = s.executeQuery(ResponseTableSql.mariaDbSchemaLock())) {
+        if (!locked.next() || locked.getInt(1) != 1) {
+          throw new SQLException("another instance held the schema lock too long while applying the schema", "HY000");
+        }
+      }
+      try {
+        for (String statement : sql.statements()) {
+          s.execute(statement);
+        }
+      } finally {
+        s.execute(ResponseTableSql.mariaDbSchemaUnlock());
+      }
+    } finally {
+      c.setAutoCommit(autoCommit);
+    }
+  }
+
+  /**
+   * The database behind {@code dataSource}, from one connection's metadata: MariaDB when its
+   * product name says so (also MySQL Connector/J on a MariaDB server), PostgreSQL otherwise (the
+   * store refuses other databases itself).
+   */
+  private static Dialect detect(DataSource dataSource) {
+    try (Connection c = dataSource.getConnection()) {
+      var metadata = c.getMetaData();
+      String product = String.valueOf(metadata.getDatabaseProductName()).toLowerCase(java.util.Locale.ROOT);
+      String version = String.valueOf(metadata.getDatabaseProductVersion()).toLowerCase(java.util.Locale.ROOT);
+      return product.equals("mariadb") || (product.equals("mysql") && version.contains("mariadb"))
+          ? Dialect.MARIADB : Dialect.POSTGRESQL;
+    } catch (SQLException | RuntimeException e) {
+      throw SqlFailures.failure("could not read which database the stored responses are on", e);
+    }
+  }
+
   private void verify() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
     } catch (SQLException | RuntimeException e) {
       throw SqlFailures.failure(sql.table() + " is missing or misshapen (apply "
-          + ResponseTableSql.MIGRATION_RESOURCE + ", or createTableIfMissing(true))", e);
+          + sql.migrationResource() + ", or createTableIfMissing(true))", e);
     }
   }
 
@@ -206,6 +269,7 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     private boolean createTableIfMissing;
     private boolean verifyTable = true;
     private boolean resetLockTimeout = true;
+    private @Nullable Dialect dialect;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -243,14 +307,27 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
 
     /**
-     * Default {@code true}: {@link JdbcStoredResponses#beforeHandler} sends {@value
-     * ResponseTableSql#RESET_LOCK_TIMEOUT}, so that the endpoint's short claim lock timeout
-     * ({@link JdbcStoredResponses#IN_FLIGHT_CLAIM_LOCK_TIMEOUT}) bounds the claim only, not the
-     * handler's own lock waits. {@code false} saves that round trip when the store's claim lock
-     * timeout is one the handler may share.
+     * Default {@code true}: on a store whose claim keeps its lock timeout for the transaction (not
+     * built with {@link JdbcStoredResponses#processedEventStore}, or the Spring starter's), {@link
+     * JdbcStoredResponses#beforeHandler} sends {@value ResponseTableSql#RESET_LOCK_TIMEOUT}, so
+     * that the endpoint's short claim lock timeout ({@link
+     * JdbcStoredResponses#IN_FLIGHT_CLAIM_LOCK_TIMEOUT}) bounds the claim only, not the handler's
+     * own lock waits. {@code false} saves that round trip when the store's claim lock timeout is
+     * one the handler may share. Nothing is sent either way when the store restored the lock
+     * timeout in the claim's own round trip.
      */
     public Builder resetLockTimeout(boolean value) {
       this.resetLockTimeout = value;
+      return this;
+    }
+
+    /**
+     * Default {@code null}: {@link #build()} reads the database from one connection's metadata
+     * when it reaches the database anyway ({@link #verifyTable} or {@link #createTableIfMissing}),
+     * and assumes PostgreSQL when it does neither. Given, it must be the store's database.
+     */
+    public Builder dialect(@Nullable Dialect value) {
+      this.dialect = value;
       return this;
     }
 
@@ -260,7 +337,10 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
      * @throws StoreUnavailableException when the database could not be reached
      */
     public JdbcStoredResponses build() {
-      JdbcStoredResponses responses = new JdbcStoredResponses(this);
+      ResponseTableSql.of(tableName, processedEventsTable); // the names, before the database
+      Dialect resolved = dialect != null ? dialect
+          : verifyTable || createTableIfMissing ? detect(dataSource) : Dialect.POSTGRESQL;
+      JdbcStoredResponses responses = new JdbcStoredResponses(this, resolved);
       if (createTableIfMissing) {
         responses.createTable();
       }

@@ -192,6 +192,49 @@ final class HttpTests {
     }
   }
 
+  /**
+   * Holds a handler, once {@link #close()}d, between its insert and its answer (its transaction
+   * open, its claim held) until {@link #open()}: a request in flight for a test to race.
+   */
+  static final class Gate {
+    private volatile java.util.concurrent.CountDownLatch hold;
+    private volatile java.util.concurrent.CountDownLatch entered;
+
+    /** The next handler to {@link #pass()} waits. */
+    void close() {
+      entered = new java.util.concurrent.CountDownLatch(1);
+      hold = new java.util.concurrent.CountDownLatch(1);
+    }
+
+    /** Called by the handler: waits while the gate is closed (at most 30 s). */
+    void pass() throws InterruptedException {
+      java.util.concurrent.CountDownLatch entering = entered;
+      java.util.concurrent.CountDownLatch waiting = hold;
+      if (entering != null) {
+        entering.countDown();
+      }
+      if (waiting != null) {
+        waiting.await(30, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    }
+
+    /** Whether a handler reached the closed gate within 30 s. */
+    boolean awaitHeld() throws InterruptedException {
+      java.util.concurrent.CountDownLatch entering = entered;
+      return entering != null && entering.await(30, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    /** Lets the held handler (and every later one) through. */
+    void open() {
+      java.util.concurrent.CountDownLatch waiting = hold;
+      entered = null;
+      hold = null;
+      if (waiting != null) {
+        waiting.countDown();
+      }
+    }
+  }
+
   static String text(HttpResponse<byte[]> response) {
     return new String(response.body(), java.nio.charset.StandardCharsets.UTF_8);
   }

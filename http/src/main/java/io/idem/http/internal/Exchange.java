@@ -80,12 +80,17 @@ public abstract class Exchange<C> implements Acknowledgement {
   }
 
   /**
-   * Whether the last run's retry was the claim's lock timeout (SQLSTATE 55P03): another request
-   * with the key is still in its transaction.
+   * Whether the last run's retry was the claim's lock timeout (SQLSTATE 55P03; MariaDB's error
+   * 1205, a lock wait past {@code innodb_lock_wait_timeout}): another request with the key is
+   * still in its transaction.
    */
   public boolean claimTimedOut() {
-    return retryFailure != null && "55P03".equals(SqlFailures.sqlState(retryFailure));
+    return retryFailure != null && ("55P03".equals(SqlFailures.sqlState(retryFailure))
+        || SqlFailures.hasErrorCode(retryFailure, MARIADB_LOCK_WAIT_TIMEOUT));
   }
+
+  /** MariaDB's error code of a lock wait past {@code innodb_lock_wait_timeout}. */
+  private static final int MARIADB_LOCK_WAIT_TIMEOUT = 1205;
 
   @Override
   public final void ack() {}

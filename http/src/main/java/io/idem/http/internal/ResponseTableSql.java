@@ -1,5 +1,6 @@
 package io.idem.http.internal;
 
+import io.idem.store.jdbc.Dialect;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -10,14 +11,21 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Every SQL statement of the stored-response table, in one place (PostgreSQL; plain SQL, so that
- * a port to another database changes this class and the migration only): the insert in the
- * claiming transaction, the read of a repeat, the start-up probe, the lock-timeout reset before
- * the handler, and the migration script with the table names substituted. Immutable.
+ * Every SQL statement of the stored-response table, in one place, per database (store-jdbc's
+ * {@link Dialect}: PostgreSQL and MariaDB; plain SQL, so that a port to another database changes
+ * this class and adds a migration): the insert in the claiming transaction, the read of a repeat,
+ * the start-up probe, the lock-timeout reset before the handler (PostgreSQL), the schema lock,
+ * and the migration script with the table names substituted. Immutable.
  */
 public final class ResponseTableSql {
-  /** The migration next to store-jdbc's: {@value}. */
+  /** The PostgreSQL migration next to store-jdbc's: {@value}. */
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V6__http_responses.sql";
+  /** The MariaDB migration next to store-jdbc's: {@value}. */
+  public static final String MARIADB_MIGRATION_RESOURCE = "db/migration/idem-mariadb/V6__http_responses.sql";
+  /** MariaDB's named lock of store-jdbc's schema scripts ({@code GET_LOCK}): {@value}. */
+  static final String MARIADB_SCHEMA_LOCK = "idem_schema";
+  /** Seconds a MariaDB start-up waits for that lock, as store-jdbc's: {@value}. */
+  static final int MARIADB_SCHEMA_LOCK_WAIT_SECONDS = 60;
   /** Table name in the migration: {@value}. */
   public static final String DEFAULT_TABLE = "idem_http_responses";
   /** The processed-events table the migration's foreign key names: {@value}. */
@@ -36,19 +44,39 @@ public final class ResponseTableSql {
 
   private final String table;
   private final String markerTable;
+  private final Dialect dialect;
 
-  private ResponseTableSql(String table, String markerTable) {
+  private ResponseTableSql(String table, String markerTable, Dialect dialect) {
     this.table = table;
     this.markerTable = markerTable;
+    this.dialect = dialect;
   }
 
   /**
+   * PostgreSQL's.
+   *
    * @param table {@code table} or {@code schema.table}
    * @param markerTable the processed-events table, same form
    * @throws IllegalArgumentException when a name is not a plain identifier (or two joined by a dot)
    */
   public static ResponseTableSql of(String table, String markerTable) {
-    return new ResponseTableSql(checked("tableName", table), checked("processedEventsTable", markerTable));
+    return of(table, markerTable, Dialect.POSTGRESQL);
+  }
+
+  /** {@code dialect}'s (a MariaDB {@code schema.table} is {@code database.table}). */
+  public static ResponseTableSql of(String table, String markerTable, Dialect dialect) {
+    return new ResponseTableSql(checked("tableName", table), checked("processedEventsTable", markerTable),
+        Objects.requireNonNull(dialect, "dialect"));
+  }
+
+  /** The database these statements are written for. */
+  public Dialect dialect() {
+    return dialect;
+  }
+
+  /** This database's migration: {@link #MIGRATION_RESOURCE} or {@link #MARIADB_MIGRATION_RESOURCE}. */
+  public String migrationResource() {
+    return dialect == Dialect.MARIADB ? MARIADB_MIGRATION_RESOURCE : MIGRATION_RESOURCE;
   }
 
   private static String checked(String setting, String name) {
@@ -66,7 +94,7 @@ public final class ResponseTableSql {
     return name.toLowerCase(Locale.ROOT);
   }
 
-  /** The table, lower-cased as PostgreSQL folds it. */
+  /** The table, lower-cased as PostgreSQL folds it (and as store-jdbc names MariaDB's). */
   public String table() {
     return table;
   }
@@ -89,7 +117,7 @@ public final class ResponseTableSql {
 
   /** The migration with both table names (and the constraint name) substituted. */
   public String script() {
-    String sql = readResource(MIGRATION_RESOURCE);
+    String sql = readResource(migrationResource());
     String unqualified = table.substring(table.lastIndexOf('.') + 1);
     sql = sql.replace("idem_http_responses_marker_fk", unqualified + "_marker_fk");
     sql = Pattern.compile("\\b" + DEFAULT_MARKER_TABLE + "\\b").matcher(sql)
@@ -109,6 +137,20 @@ public final class ResponseTableSql {
   /** {@code SELECT pg_advisory_xact_lock(…)}: taken before the script, in its transaction. */
   public static String schemaLock() {
     return "SELECT pg_advisory_xact_lock(" + SCHEMA_LOCK + ")";
+  }
+
+  /**
+   * MariaDB's {@code SELECT GET_LOCK('idem_schema', 60)}: 1 when taken. MariaDB's DDL commits on
+   * its own, so the script runs in auto-commit under this connection-held lock (store-jdbc's
+   * scripts take the same), released by {@link #mariaDbSchemaUnlock()}.
+   */
+  public static String mariaDbSchemaLock() {
+    return "SELECT GET_LOCK('" + MARIADB_SCHEMA_LOCK + "', " + MARIADB_SCHEMA_LOCK_WAIT_SECONDS + ")";
+  }
+
+  /** {@code DO RELEASE_LOCK('idem_schema')}. */
+  public static String mariaDbSchemaUnlock() {
+    return "DO RELEASE_LOCK('" + MARIADB_SCHEMA_LOCK + "')";
   }
 
   private static String stripComments(String sql) {

@@ -56,6 +56,17 @@ public final class SqlFailures {
     return null;
   }
 
+  /** Whether an SQLException in the cause chain has the vendor error code {@code code}. */
+  public static boolean hasErrorCode(Throwable failure, int code) {
+    Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+    for (Throwable t = failure; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getErrorCode() == code) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The innermost cause's message, first line only. */
   public static String rootMessage(Throwable failure) {
     Throwable root = failure;

@@ -18,10 +18,11 @@ public interface StoredResponses<C> {
 
   /**
    * Called in the claiming transaction right after the claim and before the endpoint's handler
-   * runs. store-jdbc sets the claim's lock timeout transaction-locally and it would bound the
-   * handler's own lock waits too; {@code JdbcStoredResponses} sets it back to the connection's
-   * default here ({@code SET LOCAL lock_timeout TO DEFAULT}, one round trip) so that only the
-   * claim answers "in flight" quickly. The default does nothing.
+   * runs. A store-jdbc store built without {@code restoreLockTimeoutAfterClaim} keeps the claim's
+   * lock timeout for the transaction, and it would bound the handler's own lock waits too; {@code
+   * JdbcStoredResponses} then sets it back to the connection's default here ({@code SET LOCAL
+   * lock_timeout TO DEFAULT}, one round trip) so that only the claim answers "in flight" quickly
+   * (nothing when the claim restored it itself). The default does nothing.
    *
    * @throws RuntimeException when the database refused; the request then fails (rolled back)
    */
@@ -29,7 +30,9 @@ public interface StoredResponses<C> {
 
   /**
    * Stores {@code response} for {@code key} inside {@code transaction}, the one that claimed the
-   * key: nothing is visible before it commits, and nothing is left when it rolls back.
+   * key: nothing is visible before it commits, and nothing is left when it rolls back. It may be
+   * sent with the COMMIT rather than at once ({@code JdbcStoredResponses} on PostgreSQL): a failure
+   * then fails the transaction at its commit, all or nothing.
    *
    * @throws RuntimeException on any database failure; the request then fails (rolled back), so a
    *     response is never committed without its marker nor a marker without its response

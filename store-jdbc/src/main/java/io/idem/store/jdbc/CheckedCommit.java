@@ -5,6 +5,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
+import java.util.List;
 import java.util.function.Supplier;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
@@ -74,14 +76,36 @@ final class CheckedCommit {
    * server skips the COMMIT (an error discards the rest of the round trip up to its Sync), and
    * the statement fails with 22012. pgjdbc then sees the transaction idle and
    * {@code session.commit(true)} sends nothing.
+   *
+   * <p>The statements queued by {@link MyBatisProcessedEventStore#executeBeforeCommit} go first in
+   * that round trip, in order, their parameters bound before the transaction id: one
+   * PreparedStatement, one Sync. If one of them fails, PostgreSQL skips the rest of the round trip
+   * — the check and the COMMIT with it — and the transaction, aborted, is rolled back: they commit
+   * with it or not at all, and their failure is thrown unchanged (classified by {@link
+   * FailureClassifier} as every failure of the transaction).
    */
   void commit(SqlSession session, OpenTransaction transaction) throws SQLException {
     session.flushStatements();
     long txid = transaction.claimTxid();
     Connection connection = session.getConnection();
-    if (txid != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null) {
-      try (PreparedStatement check = connection.prepareStatement(CHECK_AND_COMMIT)) {
-        check.setLong(1, txid);
+    if (sendsCheck(transaction, connection)) {
+      List<OpenTransaction.BeforeCommit> before = transaction.statementsBeforeCommit();
+      String sql = CHECK_AND_COMMIT;
+      if (!before.isEmpty()) {
+        StringBuilder text = new StringBuilder();
+        for (OpenTransaction.BeforeCommit statement : before) {
+          text.append(statement.sql()).append("; ");
+        }
+        sql = text.append(CHECK_AND_COMMIT).toString();
+      }
+      try (PreparedStatement check = connection.prepareStatement(sql)) {
+        int index = 1;
+        for (OpenTransaction.BeforeCommit statement : before) {
+          for (Object value : statement.parameters()) {
+            bind(check, index++, value);
+          }
+        }
+        check.setLong(index, txid);
         check.execute();
       } catch (SQLException e) {
         if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
@@ -94,6 +118,25 @@ final class CheckedCommit {
     // not see as dirty; without force the commit would be skipped. After the check above pgjdbc
     // is idle and sends nothing.
     session.commit(true);
+  }
+
+  /**
+   * Whether {@link #commit} sends the check with the COMMIT (the transaction claimed, on pgjdbc),
+   * and so can carry statements before it ({@link MyBatisProcessedEventStore#executeBeforeCommit}).
+   */
+  static boolean sendsCheck(OpenTransaction transaction, Connection connection) {
+    return transaction.claimTxid() != OpenTransaction.NO_CLAIM && DriverTransactions.ofAnyDriver(connection) != null;
+  }
+
+  /** Binds one parameter of a statement sent before the COMMIT. */
+  static void bind(PreparedStatement statement, int index, @Nullable Object value) throws SQLException {
+    if (value == null) {
+      statement.setNull(index, Types.NULL);
+    } else if (value instanceof byte[] bytes) {
+      statement.setBytes(index, bytes);
+    } else {
+      statement.setObject(index, value);
+    }
   }
 
   /**
@@ -121,6 +164,11 @@ final class CheckedCommit {
   AfterCommit commitAndClaim(
       SqlSession session, OpenTransaction transaction, ClaimStatement claims, NextClaim next)
       throws SQLException {
+    if (!transaction.statementsBeforeCommit().isEmpty()) {
+      // never carried (MyBatisProcessedEventStore#carries): their result sets would be counted
+      commit(session, transaction);
+      return AfterCommit.NOTHING;
+    }
     session.flushStatements();
     long txid = transaction.claimTxid();
     Connection connection = session.getConnection();
@@ -136,18 +184,8 @@ final class CheckedCommit {
         statement.setLong(first++, txid);
       }
       claims.bind(statement, first, group, key, next.key().source().name(), fingerprint);
-      // results in order: [the check's row,] COMMIT, BEGIN, the claim's rows
-      int claimResult = check ? 2 : 1;
-      int resultSets = 0;
-      boolean isResultSet = statement.execute();
-      while (isResultSet || statement.getUpdateCount() != -1) {
-        if (isResultSet && ++resultSets == claimResult) {
-          try (ResultSet rows = statement.getResultSet()) {
-            answer = ClaimStatement.read(rows);
-          }
-        }
-        isResultSet = statement.getMoreResults();
-      }
+      // result sets in order: [the check's row,] [the saved lock timeout,] the claim's rows
+      answer = ClaimStatement.answerAt(statement, (check ? 1 : 0) + claims.claimResultSet());
     } catch (SQLException e) {
       if (DIVISION_BY_ZERO.equals(e.getSQLState())) {
         throw new HandlerEndedTransaction(e);

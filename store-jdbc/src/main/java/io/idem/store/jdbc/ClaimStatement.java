@@ -36,7 +36,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The {@code lock_timeout} stays set for the rest of the transaction, so it also bounds the
  * handler's statements; a lock timeout there is the handler's failure, not a retry of the
- * transaction.
+ * transaction — unless the store restores it ({@link
+ * MyBatisProcessedEventStore.Builder#restoreLockTimeoutAfterClaim}): the claim is then sent as
+ * three statements in one round trip ({@link #SAVE_LOCK_TIMEOUT}, the claim, {@link
+ * #RESTORE_LOCK_TIMEOUT}), so that only the claim's own lock wait is bounded by it.
  *
  * <p>On MariaDB ({@link Dialect#MARIADB}) the claim is a plain {@code INSERT} under {@code SET
  * STATEMENT innodb_lock_wait_timeout = n FOR}, a duplicate key (1062) answered by a locking read of
@@ -58,6 +61,23 @@ final class ClaimStatement {
   private final String fingerprintsStatement;
   private final String lockTimeout;
   private final Dialect dialect;
+  /** Whether the claim sets {@code lock_timeout} back after itself (PostgreSQL; MariaDB always does). */
+  private final boolean restoreLockTimeout;
+
+  /**
+   * Keeps the transaction's {@code lock_timeout} before the claim changes it, in a custom setting
+   * of the transaction ({@code set_config(…, true)}: gone at its end): {@value}.
+   */
+  static final String SAVE_LOCK_TIMEOUT = "SELECT pg_catalog.set_config('idem.lock_timeout_before_claim',"
+      + " pg_catalog.current_setting('lock_timeout'), true)";
+
+  /**
+   * Sets {@code lock_timeout} back to what {@link #SAVE_LOCK_TIMEOUT} kept, for the rest of the
+   * transaction: {@value}. PostgreSQL reads {@code lock_timeout} when a lock wait begins, so the
+   * statements after this one (the handler's) wait as they would have without the claim.
+   */
+  static final String RESTORE_LOCK_TIMEOUT = "SELECT pg_catalog.set_config('lock_timeout',"
+      + " pg_catalog.current_setting('idem.lock_timeout_before_claim'), true)";
 
   /**
    * @param configuration the configuration {@code namespace} is registered in
@@ -76,14 +96,25 @@ final class ClaimStatement {
    */
   ClaimStatement(Configuration configuration, String namespace, TableName table, String lockTimeout,
       Dialect dialect) {
+    this(configuration, namespace, table, lockTimeout, dialect, false);
+  }
+
+  /**
+   * @param restoreLockTimeout whether the claim sets {@code lock_timeout} back after itself, in its
+   *     own round trip ({@link MyBatisProcessedEventStore.Builder#restoreLockTimeoutAfterClaim})
+   */
+  ClaimStatement(Configuration configuration, String namespace, TableName table, String lockTimeout,
+      Dialect dialect, boolean restoreLockTimeout) {
     this.table = table;
     this.dialect = dialect;
     this.lockTimeout = lockTimeout;
+    this.restoreLockTimeout = restoreLockTimeout && dialect == Dialect.POSTGRESQL;
     String sql = claimSql(configuration, namespace + ".claim",
         dialect == Dialect.MARIADB ? MARIADB_CLAIM_PARAMETERS : CLAIM_PARAMETERS);
     // MariaDB takes no placeholder in SET STATEMENT: the store's own integer, written as text
     this.claimSql = dialect == Dialect.MARIADB
         ? "SET STATEMENT innodb_lock_wait_timeout = " + Long.parseLong(lockTimeout) + " FOR " + sql.strip()
+        : this.restoreLockTimeout ? SAVE_LOCK_TIMEOUT + "; " + sql.strip() + "; " + RESTORE_LOCK_TIMEOUT
         : sql;
     this.fingerprintStatement = namespace + ".fingerprint";
     this.claimAllStatement = namespace + ".claimAll";
@@ -139,8 +170,16 @@ final class ClaimStatement {
         Connection connection = GuardedSession.unguarded(transaction).getConnection();
         try (PreparedStatement claim = connection.prepareStatement(claimSql)) {
           bind(claim, 1, consumerGroup, key, keySource, fingerprint);
-          try (ResultSet row = claim.executeQuery()) {
-            answer = read(row);
+          if (restoreLockTimeout) {
+            Answer at = answerAt(claim, claimResultSet());
+            if (at == null) {
+              throw new SQLException("the claim of key '" + key + "' returned no result set for the claim");
+            }
+            answer = at;
+          } else {
+            try (ResultSet row = claim.executeQuery()) {
+              answer = read(row);
+            }
           }
         }
       } catch (SQLException e) {
@@ -148,6 +187,10 @@ final class ClaimStatement {
             + "' in processed-events table " + table.qualified() + "). Cause: " + e, e),
             "key '" + key + "'");
       }
+    }
+    if (open != null && (restoreLockTimeout || dialect == Dialect.MARIADB)) {
+      // MariaDB's SET STATEMENT … FOR bounds the claim alone anyway
+      open.lockTimeoutRestored();
     }
     ClaimResult result = decide(transaction, answer, consumerGroup, key, fingerprint);
     if (open != null) {
@@ -237,9 +280,38 @@ final class ClaimStatement {
     }
   }
 
-  /** The claim's SQL text, {@link #CLAIM_PARAMETERS} as {@code ?}; columns: inserted, txid, stored. */
+  /**
+   * The claim's SQL text, {@link #CLAIM_PARAMETERS} as {@code ?}; columns: inserted, txid, stored.
+   * With {@link #SAVE_LOCK_TIMEOUT} before it and {@link #RESTORE_LOCK_TIMEOUT} after it when the
+   * store restores the lock timeout: the claim's rows are then its second result set ({@link
+   * #claimResultSet()}).
+   */
   String sql() {
     return claimSql;
+  }
+
+  /** Which result set of {@link #sql()} holds the claim's rows: 1, or 2 after {@link #SAVE_LOCK_TIMEOUT}. */
+  int claimResultSet() {
+    return restoreLockTimeout ? 2 : 1;
+  }
+
+  /**
+   * Executes {@code statement} (several statements, one round trip) and reads the claim's answer
+   * from its {@code n}th result set; {@code null} when it has fewer.
+   */
+  static @Nullable Answer answerAt(PreparedStatement statement, int n) throws SQLException {
+    Answer answer = null;
+    int resultSets = 0;
+    boolean isResultSet = statement.execute();
+    while (isResultSet || statement.getUpdateCount() != -1) {
+      if (isResultSet && ++resultSets == n) {
+        try (ResultSet rows = statement.getResultSet()) {
+          answer = read(rows);
+        }
+      }
+      isResultSet = statement.getMoreResults();
+    }
+    return answer;
   }
 
   /** Binds the claim's parameters to {@code statement} from index {@code first} on (7 of them). */
@@ -277,6 +349,16 @@ final class ClaimStatement {
       return transaction.selectList(statement, params);
     } catch (RuntimeException e) {
       throw mapped(e, what);
+    }
+  }
+
+  /** Runs {@code sql} (no parameters) on the transaction's own connection, failures as a claim's. */
+  private void execute(SqlSession transaction, String sql, String what) {
+    try (PreparedStatement statement = GuardedSession.unguarded(transaction).getConnection().prepareStatement(sql)) {
+      statement.execute();
+    } catch (SQLException e) {
+      throw mapped(new PersistenceException("Error querying database (the claim of " + what
+          + " in processed-events table " + table.qualified() + "). Cause: " + e, e), what);
     }
   }
 
@@ -366,8 +448,15 @@ final class ClaimStatement {
     params.put("fingerprints", array(transaction, "bytea",
         distinct.stream().map(k -> fingerprints.get(first(firsts, k))).toArray(byte[][]::new)));
     params.put("lockTimeout", lockTimeout);
-    List<Map<String, Object>> rows =
-        select(transaction, claimAllStatement, params, distinct.size() + " keys (one batch)");
+    String what = distinct.size() + " keys (one batch)";
+    if (restoreLockTimeout) {
+      // the batch claim is a mapped statement: the saving and the restoring cost a round trip each
+      execute(transaction, SAVE_LOCK_TIMEOUT, what);
+    }
+    List<Map<String, Object>> rows = select(transaction, claimAllStatement, params, what);
+    if (restoreLockTimeout) {
+      execute(transaction, RESTORE_LOCK_TIMEOUT, what);
+    }
     Set<KeyOf> inserted = new HashSet<>();
     Map<KeyOf, byte[]> stored = new HashMap<>();
     OpenTransaction open = GuardedSession.transactionOf(transaction);
@@ -381,6 +470,9 @@ final class ClaimStatement {
       } else {
         stored.put(k, (byte[]) row.get("stored"));
       }
+    }
+    if (open != null && restoreLockTimeout) {
+      open.lockTimeoutRestored();
     }
     List<KeyOf> waitedFor = distinct.stream()
         .filter(k -> !inserted.contains(k) && !stored.containsKey(k)).toList();

@@ -177,7 +177,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
         sessions.getConfiguration(), ProcessedEventsMapper.ATTEMPT_TEMPLATE,
         "io.idem.store.jdbc.Attempts.", attemptsTable, "startAttempt", dialect);
     this.attemptCounts = attemptsTable != null;
-    this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout, dialect);
+    this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout, dialect,
+        b.restoreLockTimeoutAfterClaim);
     Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
     this.commit = new CheckedCommit(freshSession, table, dialect);
     this.failures = new FailureClassifier(freshSession, commit, dialect);
@@ -366,6 +367,59 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
   }
 
+  /**
+   * Runs {@code sql} in {@code transaction} as part of its commit: when the transaction is one of
+   * this store's ({@link #inTransaction}'s session), has claimed a key and runs on pgjdbc, the
+   * statement is queued and sent in the COMMIT's round trip, before the commit check (one
+   * PreparedStatement: the queued statements, the check and the COMMIT under one Sync, so no round
+   * trip of its own). It then commits with the transaction or not at all: if it fails, PostgreSQL
+   * skips the check and the COMMIT, the transaction is rolled back, and the failure — the
+   * driver's {@link SQLException}, unchanged — is the transaction's, classified as any (40001 and
+   * 40P01 a {@link TransactionRetryException}, an integrity violation a handler failure the retry
+   * policy does not retry, docs/FAILURES.md). Its parameters are bound in order ({@code byte[]}
+   * as bytes, {@code null} as SQL NULL, anything else with {@link
+   * java.sql.PreparedStatement#setObject}); it must not end the transaction, and what it returns
+   * is not read. A division by zero (22012) raised by it is taken for the commit check's (the
+   * handler ended the transaction): a handler failure either way, rolled back.
+   *
+   * <p>Otherwise — MariaDB or another driver, nothing claimed, or a session not opened by this
+   * store (the Spring starter's store) — it runs at once on the transaction's connection, one
+   * round trip, and a failure is thrown from here.
+   *
+   * <p>For statements whose outcome the work needs no more than "committed with it": idem-http's
+   * stored response. Confined to the transaction's thread, like the session.
+   *
+   * @throws SQLException when it ran at once and failed
+   */
+  public static void executeBeforeCommit(SqlSession transaction, String sql, @Nullable Object... parameters)
+      throws SQLException {
+    Objects.requireNonNull(transaction, "transaction");
+    Objects.requireNonNull(sql, "sql");
+    OpenTransaction open = GuardedSession.transactionOf(transaction);
+    Connection connection = GuardedSession.unguarded(transaction).getConnection();
+    if (open != null && CheckedCommit.sendsCheck(open, connection)) {
+      open.beforeCommit(new OpenTransaction.BeforeCommit(sql, Arrays.asList(parameters.clone())));
+      return;
+    }
+    try (java.sql.PreparedStatement statement = connection.prepareStatement(sql)) {
+      for (int i = 0; i < parameters.length; i++) {
+        CheckedCommit.bind(statement, i + 1, parameters[i]);
+      }
+      statement.execute();
+    }
+  }
+
+  /**
+   * Whether the claim of {@code transaction} (a session of {@link #inTransaction}) bounded its own
+   * lock wait only, so the statements after it keep the transaction's {@code lock_timeout}:
+   * {@link Builder#restoreLockTimeoutAfterClaim} on PostgreSQL, always on MariaDB. {@code false}
+   * before a claim, and for a session this store did not open.
+   */
+  public static boolean lockTimeoutRestoredAfterClaim(SqlSession transaction) {
+    OpenTransaction open = GuardedSession.transactionOf(transaction);
+    return open != null && open.isLockTimeoutRestored();
+  }
+
   /** Opens a session for a transaction and refuses one in auto-commit mode (both: no round trip). */
   private SqlSession openTransactionSession() {
     SqlSession session;
@@ -421,6 +475,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private boolean carries(SqlSession session, OpenTransaction transaction) {
     ClaimResult answered = transaction.answered();
     return (answered == ClaimResult.CLAIMED || answered == ClaimResult.DUPLICATE)
+        && transaction.statementsBeforeCommit().isEmpty()
         && (isolation == null || isolation == TransactionIsolationLevel.READ_COMMITTED)
         && sessions.getConfiguration().getCaches().isEmpty()
         && DriverTransactions.ofAnyDriver(session.getConnection()) == DriverTransactions.State.OPEN;
@@ -898,6 +953,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     private Duration claimLockTimeout = DEFAULT_CLAIM_LOCK_TIMEOUT;
     private boolean createTableIfMissing;
     private boolean verifyTable = true;
+    private boolean restoreLockTimeoutAfterClaim;
     private @Nullable Dialect dialect;
     /** The dialect given or detected, set by {@link #build()}. */
     private Dialect resolved = Dialect.POSTGRESQL;
@@ -973,6 +1029,29 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
             + Integer.MAX_VALUE + " ms, but was " + value);
       }
       this.claimLockTimeout = value;
+      return this;
+    }
+
+    /**
+     * Default {@code false}: the claim lock timeout ({@link #claimLockTimeout}) stays set for the
+     * rest of the transaction, bounding the handler's lock waits too. {@code true} makes it bound
+     * the claim's own lock wait only, at no extra round trip: on PostgreSQL the claim is sent as
+     * three statements in its one round trip — the transaction's {@code lock_timeout} kept in a
+     * custom setting ({@code idem.lock_timeout_before_claim}, transaction-local), the claim, and
+     * {@code lock_timeout} set back to the kept value for the rest of the transaction
+     * (transaction-local, so whatever the connection had — its server or role default, or a
+     * session {@code SET} — comes back for the handler's statements). A claim that runs out of
+     * its lock timeout fails the round trip there (PostgreSQL skips the rest), and the transaction
+     * is rolled back anyway. A multi-key claim ({@code claimAll}) then costs two more round trips
+     * (its statement is MyBatis-mapped). On MariaDB nothing changes: its claim's {@code SET
+     * STATEMENT … FOR} already bounds that statement alone.
+     *
+     * <p>For a claim lock timeout much shorter than the handler's lock waits may take — the
+     * Idempotency-Key endpoint's 1 ms, which answers a repeat of an in-flight key 409 at once
+     * (docs/HTTP.md, "In flight").
+     */
+    public Builder restoreLockTimeoutAfterClaim(boolean value) {
+      this.restoreLockTimeoutAfterClaim = value;
       return this;
     }
 

@@ -100,6 +100,36 @@ final class OpenTransaction {
     return preAnswer != null;
   }
 
+  /** Statements to run before the COMMIT, in its round trip ({@link MyBatisProcessedEventStore#executeBeforeCommit}). */
+  private final List<BeforeCommit> beforeCommit = new ArrayList<>(0);
+  /** Whether the claim set {@code lock_timeout} back to its value before the claim. */
+  private boolean lockTimeoutRestored;
+
+  /** A statement sent in the COMMIT's round trip, before the commit check, with its parameters. */
+  record BeforeCommit(String sql, List<@Nullable Object> parameters) {}
+
+  void beforeCommit(BeforeCommit statement) {
+    beforeCommit.add(statement);
+  }
+
+  /** The statements queued for the COMMIT's round trip, in order; empty when none. */
+  List<BeforeCommit> statementsBeforeCommit() {
+    return beforeCommit;
+  }
+
+  void lockTimeoutRestored() {
+    this.lockTimeoutRestored = true;
+  }
+
+  /**
+   * Whether this transaction's claim bounded its own lock wait only ({@link
+   * MyBatisProcessedEventStore.Builder#restoreLockTimeoutAfterClaim}): the statements after it
+   * run under the {@code lock_timeout} the transaction had before.
+   */
+  boolean isLockTimeoutRestored() {
+    return lockTimeoutRestored;
+  }
+
   void answered(ClaimResult result) {
     this.answered = result;
   }

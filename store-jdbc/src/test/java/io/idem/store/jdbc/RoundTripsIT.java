@@ -4,17 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.idem.IdempotentConsumer;
 import io.idem.ProcessingOutcome;
+import io.idem.fixtures.PgjdbcRoundTrips;
 import io.idem.fixtures.PostgresFixture;
 import java.sql.PreparedStatement;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
-import java.util.logging.SimpleFormatter;
 import org.apache.ibatis.datasource.pooled.PooledDataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.api.AfterAll;
@@ -32,8 +27,6 @@ import org.slf4j.LoggerFactory;
  * <p>MyBatis' own pool (no ping configured) so that no pool validation query is counted.
  */
 class RoundTripsIT {
-  private static final Logger PROTOCOL = Logger.getLogger("org.postgresql.core.v3.QueryExecutorImpl");
-
   private static PooledDataSource pool;
   private static MyBatisProcessedEventStore store;
 
@@ -54,58 +47,18 @@ class RoundTripsIT {
     pool.forceCloseAll();
   }
 
-  /** The frontend messages pgjdbc sends on this thread while {@code action} runs. */
+  /** The frontend messages pgjdbc sends on this thread while {@code action} runs ({@link PgjdbcRoundTrips}). */
   static List<String> frontendMessages(Runnable action) {
-    long thread = Thread.currentThread().getId();
-    List<String> sent = Collections.synchronizedList(new ArrayList<>());
-    SimpleFormatter format = new SimpleFormatter();
-    Handler capture = new Handler() {
-      @Override
-      public void publish(LogRecord record) {
-        String text = format.formatMessage(record);
-        if (record.getLongThreadID() == thread && text.contains("FE=>")) {
-          sent.add(text.trim());
-        }
-      }
-
-      @Override
-      public void flush() {}
-
-      @Override
-      public void close() {}
-    };
-    capture.setLevel(Level.ALL);
-    Level before = PROTOCOL.getLevel();
-    PROTOCOL.setLevel(Level.FINEST);
-    PROTOCOL.addHandler(capture);
-    try {
-      action.run();
-    } finally {
-      PROTOCOL.removeHandler(capture);
-      PROTOCOL.setLevel(before);
-    }
-    return List.copyOf(sent);
+    return PgjdbcRoundTrips.frontendMessages(action);
   }
 
-  /**
-   * Round trips: one per {@code Sync}. pgjdbc writes the {@code BEGIN} of a new transaction as a
-   * simple-query message in front of the first statement and flushes both at that statement's
-   * {@code Sync} without waiting in between, so it adds no round trip; any other simple query
-   * (which would) fails the count.
-   */
+  /** Round trips: one per {@code Sync} ({@link PgjdbcRoundTrips#roundTrips}). */
   static long roundTrips(List<String> sent) {
-    for (int i = 0; i < sent.size(); i++) {
-      if (sent.get(i).startsWith("FE=> SimpleQuery")) {
-        assertThat(sent.get(i)).as("a simple query other than BEGIN: %s", sent).contains("\"BEGIN\"");
-        assertThat(i + 1 < sent.size() && !sent.get(i + 1).equals("FE=> Sync"))
-            .as("BEGIN travels with the next statement: %s", sent).isTrue();
-      }
-    }
-    return sent.stream().filter(m -> m.equals("FE=> Sync")).count();
+    return PgjdbcRoundTrips.roundTrips(sent);
   }
 
   static List<String> queries(List<String> sent) {
-    return sent.stream().filter(m -> m.startsWith("FE=> Parse") || m.startsWith("FE=> SimpleQuery")).toList();
+    return PgjdbcRoundTrips.queries(sent);
   }
 
   @Test
