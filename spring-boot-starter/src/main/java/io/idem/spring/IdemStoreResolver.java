@@ -68,7 +68,7 @@ final class IdemStoreResolver {
       return Dialect.of(connection.getMetaData());
     } catch (IllegalStateException unsupported) {
       throw new IllegalStateException("Idem: the application's DataSource for Idem's processed-events"
-          + " table is not a database Idem supports: " + unsupported.getMessage(), unsupported);
+          + " table is not a database Idem supports: " + unsupported.getMessage()); // the whole reason: no cause
     } catch (SQLException | RuntimeException unreachable) {
       return null;
     }
