@@ -10,13 +10,16 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Collection;
+import java.util.List;
 import java.util.Properties;
 
 /**
- * One run's tables, in a schema of its own on the benchmark's PostgreSQL: {@code effects}
+ * One run's tables, in a schema of its own on the benchmark's PostgreSQL — or, for a {@code
+ * jdbc:mariadb:} URL, a database of its own on MariaDB (the pool's catalog): {@code effects}
  * (the business write, deliberately WITHOUT a unique constraint, so an effect applied twice is a
  * second row), {@code expected_ids} (the distinct order ids published, for the ledger) and Idem's
- * {@code idem_processed_events}. {@link #close()} drops the schema.
+ * {@code idem_processed_events} (store-jdbc's script of that database). {@link #close()} drops the
+ * schema (the database).
  */
 final class BenchDatabase implements AutoCloseable {
   /** The business table's name. */
@@ -28,6 +31,8 @@ final class BenchDatabase implements AutoCloseable {
   final String password;
   final String schema;
   final HikariDataSource dataSource;
+  /** Whether the database is MariaDB ({@code jdbc:mariadb:} URL) rather than PostgreSQL. */
+  final boolean mariaDb;
 
   private BenchDatabase(String jdbcUrl, String user, String password, String schema, HikariDataSource dataSource) {
     this.jdbcUrl = jdbcUrl;
@@ -35,17 +40,54 @@ final class BenchDatabase implements AutoCloseable {
     this.password = password;
     this.schema = schema;
     this.dataSource = dataSource;
+    this.mariaDb = isMariaDb(jdbcUrl);
+  }
+
+  /**
+   * Whether the pools hand out connections in auto-commit mode (HikariCP's default, as the README's
+   * quick starts); {@code SideBySide --pool-auto-commit false} turns it off, and the Idem pipelines
+   * then skip MyBatis' auto-commit reset at close ({@link #transactionFactory}). Set before the
+   * runs start.
+   */
+  static volatile boolean poolAutoCommit = true;
+
+  /**
+   * MyBatis' JDBC transactions for a pipeline on this database's pool: with {@link
+   * #poolAutoCommit} off, {@code skipSetAutoCommitOnClose}, so that neither MyBatis (auto-commit
+   * on at close) nor the pool (back off when returned) changes the mode: on MariaDB each change is
+   * a {@code set autocommit} round trip.
+   */
+  static org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory transactionFactory() {
+    org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory factory = new org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory();
+    if (!poolAutoCommit) {
+      Properties settings = new Properties();
+      settings.setProperty("skipSetAutoCommitOnClose", "true");
+      factory.setProperties(settings);
+    }
+    return factory;
+  }
+
+  static boolean isMariaDb(String jdbcUrl) {
+    return jdbcUrl.startsWith("jdbc:mariadb:");
   }
 
   /** Creates schema {@code schema} (dropped first if left over) with the run's tables. */
   static BenchDatabase create(String jdbcUrl, String user, String password, String schema, int poolSize) {
     try (Connection c = DriverManager.getConnection(jdbcUrl, props(user, password));
         Statement s = c.createStatement()) {
-      s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
-      s.execute("CREATE SCHEMA " + schema);
-      s.execute("CREATE TABLE " + schema + "." + EFFECTS
-          + " (order_id text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
-      s.execute("CREATE TABLE " + schema + ".expected_ids (order_id text PRIMARY KEY)");
+      if (isMariaDb(jdbcUrl)) {
+        s.execute("DROP DATABASE IF EXISTS " + schema);
+        s.execute("CREATE DATABASE " + schema + " CHARACTER SET utf8mb4");
+        s.execute("CREATE TABLE " + schema + "." + EFFECTS
+            + " (order_id varchar(64) NOT NULL, applied_at datetime(6) NOT NULL DEFAULT now(6))");
+        s.execute("CREATE TABLE " + schema + ".expected_ids (order_id varchar(64) PRIMARY KEY)");
+      } else {
+        s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+        s.execute("CREATE SCHEMA " + schema);
+        s.execute("CREATE TABLE " + schema + "." + EFFECTS
+            + " (order_id text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
+        s.execute("CREATE TABLE " + schema + ".expected_ids (order_id text PRIMARY KEY)");
+      }
     } catch (SQLException e) {
       throw new IllegalStateException("could not create schema " + schema + " on " + jdbcUrl + ": " + e.getMessage(), e);
     }
@@ -62,7 +104,12 @@ final class BenchDatabase implements AutoCloseable {
     if (!password.isEmpty()) {
       config.setPassword(password);
     }
-    config.setSchema(schema);
+    if (isMariaDb(jdbcUrl)) {
+      config.setCatalog(schema); // MariaDB: a database is a catalog (USE)
+    } else {
+      config.setSchema(schema);
+    }
+    config.setAutoCommit(poolAutoCommit);
     config.setMaximumPoolSize(poolSize);
     config.setMinimumIdle(0);
     config.setPoolName("bench-" + schema);
@@ -70,12 +117,48 @@ final class BenchDatabase implements AutoCloseable {
   }
 
   void recordExpected(Collection<String> orderIds) {
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement("INSERT INTO expected_ids (order_id) SELECT unnest(?::text[])")) {
-      ps.setArray(1, c.createArrayOf("text", orderIds.toArray()));
-      ps.executeUpdate();
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(true); // the pool's mode may be off (poolAutoCommit)
+      if (mariaDb) {
+        List<String> ids = List.copyOf(orderIds);
+        for (int from = 0; from < ids.size(); from += 1000) {
+          List<String> chunk = ids.subList(from, Math.min(ids.size(), from + 1000));
+          try (PreparedStatement ps = c.prepareStatement(insertAll("expected_ids", chunk.size()))) {
+            bindAll(c, ps, chunk, true);
+            ps.executeUpdate();
+          }
+        }
+        return;
+      }
+      try (PreparedStatement ps = c.prepareStatement(insertAll("expected_ids", -1))) {
+        bindAll(c, ps, List.copyOf(orderIds), false);
+        ps.executeUpdate();
+      }
     } catch (SQLException e) {
       throw new IllegalStateException("could not record the expected ids: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * One statement inserting {@code n} order ids into {@code table}: on PostgreSQL {@code INSERT …
+   * SELECT unnest(?::text[])} (one array parameter, any {@code n}: pass -1), on MariaDB (no
+   * arrays) {@code INSERT … VALUES (?), (?), …} with {@code n} rows.
+   */
+  static String insertAll(String table, int n) {
+    if (n < 0) {
+      return "INSERT INTO " + table + " (order_id) SELECT unnest(?::text[])";
+    }
+    return "INSERT INTO " + table + " (order_id) VALUES " + String.join(", ", java.util.Collections.nCopies(n, "(?)"));
+  }
+
+  /** Binds {@code orderIds} to a statement of {@link #insertAll} ({@code rows}: the MariaDB form). */
+  static void bindAll(Connection c, PreparedStatement ps, List<String> orderIds, boolean rows) throws SQLException {
+    if (rows) {
+      for (int i = 0; i < orderIds.size(); i++) {
+        ps.setString(i + 1, orderIds.get(i));
+      }
+    } else {
+      ps.setArray(1, c.createArrayOf("text", orderIds.toArray()));
     }
   }
 
@@ -118,6 +201,7 @@ final class BenchDatabase implements AutoCloseable {
 
   private void execute(String sql) {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      c.setAutoCommit(true);
       s.execute(sql);
     } catch (SQLException e) {
       throw new IllegalStateException("statement failed: " + sql + ": " + e.getMessage(), e);
@@ -139,7 +223,7 @@ final class BenchDatabase implements AutoCloseable {
     dataSource.close();
     try (Connection c = DriverManager.getConnection(jdbcUrl, props(user, password));
         Statement s = c.createStatement()) {
-      s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      s.execute(mariaDb ? "DROP DATABASE IF EXISTS " + schema : "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     } catch (SQLException e) {
       System.err.println("could not drop schema " + schema + ": " + e.getMessage());
     }

@@ -18,7 +18,6 @@ import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 import org.apache.ibatis.session.SqlSessionFactoryBuilder;
-import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
 import org.jspecify.annotations.Nullable;
 
 /** Starts the consumer of a {@link Variant} on a run's topic and tables. */
@@ -72,14 +71,14 @@ final class Consumers {
   /** The README quick start's pipeline, plus a listener that times it. */
   static IdempotentConsumer<SqlSession> pipeline(Variant variant, BenchDatabase db, String group, Progress progress) {
     Configuration configuration =
-        new Configuration(new Environment("bench", new JdbcTransactionFactory(), db.dataSource));
+        new Configuration(new Environment("bench", BenchDatabase.transactionFactory(), db.dataSource));
     configuration.addMapper(EffectsMapper.class);
     SqlSessionFactory sessions = new SqlSessionFactoryBuilder().build(configuration);
     MyBatisProcessedEventStore store =
         MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
     IdempotentConsumer.Builder<SqlSession> pipeline = IdempotentConsumer.builder(store).consumerGroup(group);
     if (variant == Variant.IDEM_BATCH_HANDLER) {
-      pipeline.batchHandler(Consumers::applyAll);
+      pipeline.batchHandler((messages, session) -> applyAll(messages, session, db.mariaDb));
     } else {
       pipeline.handler((key, message, session) -> session.getMapper(EffectsMapper.class).apply(key.value()));
     }
@@ -87,10 +86,11 @@ final class Consumers {
   }
 
   // The batch handler's one round trip for all new messages of the batch.
-  private static void applyAll(List<KeyedMessage> messages, SqlSession session) throws Exception {
+  private static void applyAll(List<KeyedMessage> messages, SqlSession session, boolean mariaDb) throws Exception {
     Connection c = session.getConnection();
-    try (PreparedStatement ps = c.prepareStatement("INSERT INTO effects (order_id) SELECT unnest(?::text[])")) {
-      ps.setArray(1, c.createArrayOf("text", messages.stream().map(m -> m.key().value()).toArray()));
+    List<String> ids = messages.stream().map(m -> m.key().value()).toList();
+    try (PreparedStatement ps = c.prepareStatement(BenchDatabase.insertAll(BenchDatabase.EFFECTS, mariaDb ? ids.size() : -1))) {
+      BenchDatabase.bindAll(c, ps, ids, mariaDb);
       ps.executeUpdate();
     }
   }

@@ -4,23 +4,30 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The plain consumers' database side, no dedup: one connection of the run's pool (auto-commit
  * off) and two reused prepared statements. {@link #applyOne} is a transaction of one effect
  * ({@code INSERT; COMMIT}: 2 round trips, one WAL flush), {@link #applyAll} one transaction of
- * many ({@code INSERT … SELECT unnest(?); COMMIT}). Not thread-safe: one consumer thread.
+ * many ({@code INSERT … SELECT unnest(?); COMMIT}; on MariaDB {@code INSERT … VALUES (?), (?), …;
+ * COMMIT}). Not thread-safe: one consumer thread.
  */
 final class EffectsWriter implements AutoCloseable {
   private final Connection connection;
   private final PreparedStatement one;
-  private final PreparedStatement many;
+  private final @Nullable PreparedStatement many;
+  private final boolean mariaDb;
+  /** MariaDB: the multi-row INSERT of the last batch size (reused while the size repeats). */
+  private @Nullable PreparedStatement rows;
+  private int rowsSize;
 
   EffectsWriter(BenchDatabase db) throws SQLException {
     this.connection = db.dataSource.getConnection();
     connection.setAutoCommit(false);
+    this.mariaDb = db.mariaDb;
     this.one = connection.prepareStatement("INSERT INTO effects (order_id) VALUES (?)");
-    this.many = connection.prepareStatement("INSERT INTO effects (order_id) SELECT unnest(?::text[])");
+    this.many = mariaDb ? null : connection.prepareStatement(BenchDatabase.insertAll(BenchDatabase.EFFECTS, -1));
   }
 
   /** One transaction: this order's effect. */
@@ -32,8 +39,19 @@ final class EffectsWriter implements AutoCloseable {
 
   /** One transaction: every order's effect, one statement. */
   void applyAll(List<String> orderIds) throws SQLException {
-    many.setArray(1, connection.createArrayOf("text", orderIds.toArray()));
-    many.executeUpdate();
+    PreparedStatement statement = many;
+    if (mariaDb) {
+      if (rows == null || rowsSize != orderIds.size()) {
+        if (rows != null) {
+          rows.close();
+        }
+        rows = connection.prepareStatement(BenchDatabase.insertAll(BenchDatabase.EFFECTS, orderIds.size()));
+        rowsSize = orderIds.size();
+      }
+      statement = rows;
+    }
+    BenchDatabase.bindAll(connection, statement, orderIds, mariaDb);
+    statement.executeUpdate();
     connection.commit();
   }
 
@@ -41,7 +59,12 @@ final class EffectsWriter implements AutoCloseable {
   public void close() throws SQLException {
     try {
       one.close();
-      many.close();
+      if (many != null) {
+        many.close();
+      }
+      if (rows != null) {
+        rows.close();
+      }
     } finally {
       connection.close();
     }

@@ -17,16 +17,26 @@ final class Postgres {
 
   /** The server version and the settings that decide a commit's cost. */
   static String settings(String url, String user, String password) {
+    return serverSettings(url, user, password, "SHOW %s", "server_version", "fsync", "synchronous_commit",
+        "full_page_writes", "wal_sync_method", "shared_buffers", "max_wal_size", "checkpoint_timeout");
+  }
+
+  /**
+   * {@code name=value} for each of {@code names}, each read with {@code query} ({@code SHOW %s}, or
+   * MariaDB's {@code SELECT @@%s}), then the JDBC driver; {@code ?} and the error when the server
+   * cannot be asked.
+   */
+  static String serverSettings(String url, String user, String password, String query, String... names) {
     StringBuilder b = new StringBuilder();
     try (Connection c = DriverManager.getConnection(url, BenchDatabase.props(user, password));
         Statement s = c.createStatement()) {
-      for (String name : new String[] {"server_version", "fsync", "synchronous_commit", "full_page_writes",
-          "wal_sync_method", "shared_buffers", "max_wal_size", "checkpoint_timeout"}) {
-        try (ResultSet rs = s.executeQuery("SHOW " + name)) {
+      for (String name : names) {
+        try (ResultSet rs = s.executeQuery(String.format(query, name))) {
           rs.next();
           b.append(name).append('=').append(rs.getString(1)).append(' ');
         }
       }
+      b.append("driver=").append(c.getMetaData().getDriverName()).append(' ').append(c.getMetaData().getDriverVersion());
     } catch (SQLException e) {
       return "? (" + e.getMessage() + ")";
     }

@@ -1,6 +1,7 @@
 package io.idem.benchmarks;
 
 import io.idem.fixtures.ChildJvm;
+import io.idem.fixtures.MariaDbFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.kafka.KafkaConsumerConfig;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
@@ -42,7 +43,10 @@ import picocli.CommandLine.Option;
  * parts: external peer commands run in the same rounds ({@code --peer}); on Kafka only, crash runs
  * (the consumer in a child JVM SIGKILLed {@code --crash} times), the memory run ({@code
  * --memory-events}), the consumer's latency with and without a retention purge running ({@code
- * --purge-markers}) and {@code --concurrency}. See BENCHMARKS.md.
+ * --purge-markers}) and {@code --concurrency}. With {@code --databases postgresql,mariadb} every
+ * round runs the variants on each database (MariaDB's runs named {@code <variant>@mariadb}, their
+ * ratios taken against the same database's plain consumers and against the same variant on
+ * PostgreSQL); the crash, memory, purge and concurrency runs stay on PostgreSQL. See BENCHMARKS.md.
  */
 @Command(name = "side-by-side", mixinStandardHelpOptions = true,
     description = "Idem against plain consumers (and peers) on one PostgreSQL and one broker.")
@@ -112,6 +116,17 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--jdbc-url", description = "default: the fixtures' PostgreSQL (IDEM_POSTGRES_URL, ...)") String jdbcUrl;
   @Option(names = "--jdbc-user", defaultValue = "postgres") String jdbcUser;
   @Option(names = "--jdbc-password", defaultValue = "") String jdbcPassword;
+  @Option(names = "--databases", split = ",", defaultValue = "postgresql", description = "postgresql and/or mariadb:"
+      + " the throughput rounds run every variant on each (default ${DEFAULT-VALUE})")
+  List<String> databases;
+  @Option(names = "--mariadb-url", description = "a MariaDB server's URL without a database (default: the fixtures'"
+      + " MariaDB: IDEM_MARIADB_URL, Docker, the local server on 3306)") String mariaDbUrl;
+  @Option(names = "--pool-auto-commit", defaultValue = "true", arity = "1", description = "whether the runs' pools hand"
+      + " out connections in auto-commit mode (HikariCP's default; false: off, and Idem's MyBatis transactions skip"
+      + " their auto-commit reset at close: no 'set autocommit' round trips on MariaDB; default ${DEFAULT-VALUE})")
+  boolean poolAutoCommit;
+  @Option(names = "--mariadb-user", defaultValue = "root") String mariaDbUser;
+  @Option(names = "--mariadb-password", defaultValue = "") String mariaDbPassword;
   @Option(names = "--bootstrap", description = "default: the fixtures' Kafka (IDEM_KAFKA_BOOTSTRAP, else an in-JVM KRaft broker)")
   String bootstrap;
   @Option(names = "--rabbitmq-uri", description = "default: the fixtures' RabbitMQ (IDEM_RABBITMQ_URI, else 127.0.0.1:5672)")
@@ -125,6 +140,7 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--timeout", defaultValue = "PT15M", converter = DurationConverter.class) Duration timeout;
 
   private final PrintStream out;
+  private final List<Db> dbs = new ArrayList<>();
   private BenchBroker broker;
   private long postmasterPid;
   private final List<RunResult> results = new ArrayList<>();
@@ -146,6 +162,18 @@ public final class SideBySide implements Callable<Integer> {
     return List.copyOf(results);
   }
 
+  /**
+   * A database the throughput rounds run on: its server URL and credentials, and the suffix of its
+   * runs' names ({@code ""} on PostgreSQL, {@code @mariadb}).
+   */
+  record Db(String name, String url, String user, String password, String suffix) {}
+
+  /** The database suffix of a run's name ({@code idem@mariadb} → {@code @mariadb}), "" for PostgreSQL's. */
+  static String suffixOf(String runName) {
+    int at = runName.indexOf('@');
+    return at < 0 ? "" : runName.substring(at);
+  }
+
   /** One measured run ({@code ledger} is null for a peer: its own output has it). */
   record RunResult(int round, String name, int events, double eventsPerSecond, long wallMillis,
       BenchDatabase.@Nullable Ledger ledger, String load) {}
@@ -158,6 +186,20 @@ public final class SideBySide implements Callable<Integer> {
       jdbcUrl = pg.jdbcUrl();
       jdbcUser = pg.user();
       jdbcPassword = pg.password();
+    }
+    BenchDatabase.poolAutoCommit = poolAutoCommit;
+    for (String database : databases) {
+      if (database.equals("postgresql")) {
+        dbs.add(new Db(database, jdbcUrl, jdbcUser, jdbcPassword, ""));
+      } else if (database.equals("mariadb")) {
+        if (mariaDbUrl == null) {
+          MariaDbFixture mariaDb = MariaDbFixture.shared();
+          mariaDbUrl = mariaDb.jdbcUrl();
+          mariaDbUser = mariaDb.user();
+          mariaDbPassword = mariaDb.password();
+        }
+        dbs.add(new Db(database, mariaDbUrl, mariaDbUser, mariaDbPassword, "@mariadb"));
+      }
     }
     broker = brokerName.equals("kafka") ? KafkaBench.connect(bootstrap).partitions(partitions)
         : BenchBroker.of(brokerName, brokerName.equals("rabbitmq") ? rabbitmqUri : sqsEndpoint);
@@ -172,6 +214,12 @@ public final class SideBySide implements Callable<Integer> {
           + ", batch variants maxBatchSize " + maxBatchSize);
       out.println("postgres: " + Postgres.settings(jdbcUrl, jdbcUser, jdbcPassword)
           + (postmasterPid > 0 ? " postmaster_pid=" + postmasterPid : " (not on this machine: its CPU is not separated)"));
+      for (Db db : dbs) {
+        if (db.name().equals("mariadb")) {
+          out.println("mariadb: " + MariaDbSettings.describe(db.url(), db.user(), db.password())
+              + " (its CPU counts as others' in cpu=[…])");
+        }
+      }
       runAll();
       summary();
     } finally {
@@ -185,6 +233,16 @@ public final class SideBySide implements Callable<Integer> {
     if (!List.of("kafka", "rabbitmq", "sqs", "jms").contains(brokerName)) {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--broker must be one of kafka, rabbitmq, sqs, jms, but was '" + brokerName + "'");
+    }
+    for (String database : databases) {
+      if (!List.of("postgresql", "mariadb").contains(database)) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "--databases takes postgresql and/or mariadb, but got '" + database + "'");
+      }
+    }
+    if (mariaDbUrl != null && !databases.contains("mariadb")) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--mariadb-url is for --databases with mariadb, but --databases was " + String.join(",", databases));
     }
     Map<String, Boolean> kafkaOnly = new LinkedHashMap<>();
     kafkaOnly.put("--crash", crashes > 0);
@@ -210,8 +268,10 @@ public final class SideBySide implements Callable<Integer> {
     OrderStream stream = OrderStream.generate(events, retryRate, seed);
     if (warmupEvents > 0 && (rounds > 0 || purgeMarkers > 0)) {
       OrderStream warmup = OrderStream.generate(warmupEvents, retryRate, seed - 1);
-      for (String v : variants) {
-        measure(0, Variant.of(v), warmup, 1);
+      for (Db db : dbs) {
+        for (String v : variants) {
+          measure(0, Variant.of(v), warmup, 1, db);
+        }
       }
       results.clear();
       out.println("(round 0 was the warm-up: not in the summary)");
@@ -220,13 +280,15 @@ public final class SideBySide implements Callable<Integer> {
       for (Map.Entry<String, String> peer : peers.entrySet()) {
         runPeer(round, peer.getKey(), peer.getValue());
       }
-      for (String v : variants) {
-        measure(round, Variant.of(v), stream, 1);
+      for (Db db : dbs) {
+        for (String v : variants) {
+          measure(round, Variant.of(v), stream, 1, db);
+        }
       }
       ratios(round);
     }
     if (concurrency > 1) {
-      measure(1, Variant.IDEM, stream, concurrency);
+      measure(1, Variant.IDEM, stream, concurrency, postgres());
     }
     if (purgeMarkers > 0) {
       purgeLatency(stream);
@@ -243,17 +305,23 @@ public final class SideBySide implements Callable<Integer> {
 
   // ---- throughput -------------------------------------------------------------------------
 
-  private void measure(int round, Variant variant, OrderStream stream, int workers) throws Exception {
-    String name = variant.label + (workers > 1 ? "-concurrency" + workers : "");
+  /** The PostgreSQL of the runs that stay there (concurrency, purge, crash, memory). */
+  private Db postgres() {
+    return new Db("postgresql", jdbcUrl, jdbcUser, jdbcPassword, "");
+  }
+
+  private void measure(int round, Variant variant, OrderStream stream, int workers, Db database) throws Exception {
+    String name = variant.label + (workers > 1 ? "-concurrency" + workers : "") + database.suffix();
     String load = Load.now();
     String id = runId(name);
-    try (BenchDatabase db = BenchDatabase.create(jdbcUrl, jdbcUser, jdbcPassword, id, pool)) {
+    try (BenchDatabase db = BenchDatabase.create(database.url(), database.user(), database.password(), id, pool)) {
       db.recordExpected(stream.orderIds());
       broker.create(id);
       try {
         broker.publish(id, stream);
         Progress progress = new Progress(stream.size());
-        StatementCounts counts = statements ? new StatementCounts(jdbcUrl, jdbcUser, jdbcPassword) : null;
+        StatementCounts counts = statements && database.suffix().isEmpty()
+            ? new StatementCounts(jdbcUrl, jdbcUser, jdbcPassword) : null;
         if (counts != null) {
           counts.reset();
         }
@@ -349,12 +417,16 @@ public final class SideBySide implements Callable<Integer> {
       if (r.round() != round || r.name().startsWith("peer:")) {
         continue;
       }
+      String suffix = suffixOf(r.name());
       List<String> against = new ArrayList<>();
-      if (!r.name().equals(Variant.RAW_PER_RECORD.label)) {
-        against.add(Variant.RAW_PER_RECORD.label);
+      if (!r.name().equals(Variant.RAW_PER_RECORD.label + suffix)) {
+        against.add(Variant.RAW_PER_RECORD.label + suffix);
       }
       if (r.name().startsWith("idem-batch")) {
-        against.add(Variant.RAW_BATCHED.label);
+        against.add(Variant.RAW_BATCHED.label + suffix);
+      }
+      if (!suffix.isEmpty()) {
+        against.add(r.name().substring(0, r.name().length() - suffix.length())); // the same on PostgreSQL
       }
       if (base != null) {
         against.add(base);
@@ -533,14 +605,17 @@ public final class SideBySide implements Callable<Integer> {
     out.println("SUMMARY broker=" + broker.name() + " (medians over rounds; ratio = median of the per-round ratios)");
     String base = basePeer();
     List<String> names = results.stream().map(RunResult::name).distinct().toList();
-    out.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s %12s  %s", "run", "events/s",
-        base == null ? "" : "x " + base.substring(5), "x raw-tx", "x raw-batch", "ledger (last round)"));
+    out.println(String.format(Locale.ROOT, "%-28s %10s %12s %12s %12s %12s  %s", "run", "events/s",
+        base == null ? "" : "x " + base.substring(5), "x raw-tx", "x raw-batch", "x postgresql", "ledger (last round)"));
     for (String n : names) {
       List<RunResult> rs = results.stream().filter(r -> r.name().equals(n)).toList();
       double median = median(rs.stream().mapToDouble(RunResult::eventsPerSecond).toArray());
       RunResult last = rs.get(rs.size() - 1);
-      out.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s %12s  %s", n, median,
-          base == null ? "" : ratio(n, base), ratio(n, Variant.RAW_PER_RECORD.label), ratio(n, Variant.RAW_BATCHED.label),
+      String suffix = n.startsWith("peer:") ? "" : suffixOf(n);
+      out.println(String.format(Locale.ROOT, "%-28s %10.0f %12s %12s %12s %12s  %s", n, median,
+          base == null ? "" : ratio(n, base), ratio(n, Variant.RAW_PER_RECORD.label + suffix),
+          ratio(n, Variant.RAW_BATCHED.label + suffix),
+          suffix.isEmpty() ? "-" : ratio(n, n.substring(0, n.length() - suffix.length())),
           last.ledger() == null ? "" : last.ledger()));
     }
     notes.forEach((k, v) -> out.println("NOTE " + k + ": " + v));

@@ -10,7 +10,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
-/** Options that need another broker are refused before anything connects, naming option and broker. */
+/**
+ * Options that need another broker (or database) are refused before anything connects, naming the
+ * option and the broker.
+ */
 class SideBySideOptionsTest {
 
   @ParameterizedTest(name = "{0}")
@@ -19,7 +22,9 @@ class SideBySideOptionsTest {
       "--broker sqs --memory-events 1000 | --memory-events runs on --broker kafka only so far, but --broker was sqs",
       "--broker jms --commit-interval-ms 0 | --commit-interval-ms runs on --broker kafka only so far, but --broker was jms",
       "--broker jms --sqs-endpoint http://x | --sqs-endpoint is for --broker sqs, but --broker was jms",
-      "--broker nats | --broker must be one of kafka, rabbitmq, sqs, jms, but was 'nats'"})
+      "--broker nats | --broker must be one of kafka, rabbitmq, sqs, jms, but was 'nats'",
+      "--databases postgresql,oracle | --databases takes postgresql and/or mariadb, but got 'oracle'",
+      "--mariadb-url jdbc:mariadb://x/ | --mariadb-url is for --databases with mariadb, but --databases was postgresql"})
   void isRefusedWithItsReason(String args, String message) {
     StringWriter err = new StringWriter();
     CommandLine command = new CommandLine(new SideBySide(new PrintStream(OutputStream.nullOutputStream())))

@@ -2,6 +2,7 @@ package io.idem.spring;
 
 import io.idem.IdempotencyListener;
 import io.idem.MicrometerIdempotencyListener;
+import io.idem.store.jdbc.Dialect;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.RetentionJob;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -109,10 +110,12 @@ public class IdemAutoConfiguration {
       IdemProperties.Schema schema = properties.getSchema();
       boolean flyway = schema == IdemProperties.Schema.FLYWAY
           || (schema == IdemProperties.Schema.AUTO && applicationHasFlyway(beans));
+      Dialect dialect = IdemStoreResolver.dialect(dataSource);
       if (flyway) {
-        IdemFlyway.migrate(dataSource);
+        IdemFlyway.migrate(dataSource, dialect == null ? Dialect.POSTGRESQL : dialect);
       }
       return SpringTransactionStore.create(dataSource, transactionManager, builder -> builder
+          .dialect(dialect)
           .tableName(properties.getTableName())
           .claimLockTimeout(properties.getClaimLockTimeout())
           .createTableIfMissing(!flyway && schema != IdemProperties.Schema.NONE));

@@ -1,6 +1,9 @@
 package io.idem.spring;
 
+import io.idem.store.jdbc.Dialect;
 import java.lang.reflect.Method;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -49,6 +52,26 @@ final class IdemStoreResolver {
         + Arrays.toString(names) + (primary.isEmpty() ? " and none is @Primary" : " and several are @Primary")
         + ": set idem.datasource to the name of the one that holds Idem's processed-events table and"
         + " the listeners' own tables (their writes must commit in the same transaction)");
+  }
+
+  /**
+   * The database of Idem's data source, read from one connection's JDBC metadata before anything
+   * is sent to it (Idem's Flyway migration included, whose scripts are per database): store-jdbc's
+   * {@link Dialect}. {@code null} when no connection can be had now — the store's build then
+   * decides (it fails start-up with the outage unless the table checks are off).
+   *
+   * @throws IllegalStateException when the database is one Idem does not support, naming it and
+   *     the supported ones
+   */
+  static @Nullable Dialect dialect(DataSource dataSource) {
+    try (Connection connection = dataSource.getConnection()) {
+      return Dialect.of(connection.getMetaData());
+    } catch (IllegalStateException unsupported) {
+      throw new IllegalStateException("Idem: the application's DataSource for Idem's processed-events"
+          + " table is not a database Idem supports: " + unsupported.getMessage()); // the whole reason: no cause
+    } catch (SQLException | RuntimeException unreachable) {
+      return null;
+    }
   }
 
   static PlatformTransactionManager transactionManager(ConfigurableListableBeanFactory beans,

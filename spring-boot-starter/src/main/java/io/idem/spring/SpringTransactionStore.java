@@ -7,6 +7,7 @@ import io.idem.spi.ClaimResult;
 import io.idem.spi.DeadLetterDecision;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.TransactionWork;
+import io.idem.store.jdbc.Dialect;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -55,9 +56,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * <h2>Who failed</h2>
  *
  * As {@link ProcessedEventStore#inTransaction} requires: the transaction manager could not begin
- * (no connection) → {@link StoreUnavailableException}; SQLSTATE 40001 or 40P01 anywhere in the
- * failure (claim, handler, COMMIT) and the claim's lock timeout → {@link
- * TransactionRetryException}; a failure whose SQLSTATE is a connection exception (class 08) when a
+ * (no connection) → {@link StoreUnavailableException}; the database asking for a retry anywhere
+ * in the failure (claim, handler, COMMIT) — PostgreSQL's SQLSTATE 40001 or 40P01, MariaDB's errors
+ * 1213 (deadlock) or 1205 (lock wait timeout) or SQLSTATE 40001 ({@link Dialect#retryRequestIn})
+ * — and the claim's lock timeout → {@link TransactionRetryException}; a failure whose SQLSTATE is a connection exception (class 08) when a
  * fresh connection of the data source cannot be had either → {@link StoreUnavailableException};
  * anything else the work or the commit threw, unchanged.
  *
@@ -141,8 +143,8 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
    *     (nothing claimed), or when the connection is in auto-commit mode
    * @throws StoreUnavailableException no transaction could begin, or the connection broke and a
    *     fresh one fails too
-   * @throws TransactionRetryException PostgreSQL asked for a retry (40001, 40P01) or the claim's
-   *     lock wait ran out
+   * @throws TransactionRetryException the database asked for a retry (PostgreSQL's 40001, 40P01;
+   *     MariaDB's 1213, 1205) or the claim's lock wait ran out
    * @throws Exception whatever else the work or the commit threw, unchanged
    */
   @Override
@@ -184,13 +186,14 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
         || failure instanceof TransactionRetryException) {
       return failure;
     }
+    Dialect dialect = delegate.dialect();
+    String retry = dialect.retryRequestIn(failure);
+    if (retry != null) {
+      return new TransactionRetryException(dialect.displayName().split(" ")[0]
+          + " asked for the transaction to be retried (" + retry + "): " + rootMessage(failure), failure);
+    }
     SQLException sql = sqlCause(failure);
     String state = sql == null ? null : sql.getSQLState();
-    if ("40001".equals(state) || "40P01".equals(state)) {
-      return new TransactionRetryException(
-          "PostgreSQL asked for the transaction to be retried (SQLSTATE " + state + "): "
-              + rootMessage(failure), failure);
-    }
     if (state != null && state.startsWith("08") && !freshConnectionWorks()) {
       return new StoreUnavailableException(
           "the transaction's connection broke and a fresh one fails too: " + rootMessage(failure),

@@ -69,7 +69,9 @@ final class DropInTestSupport {
         uri.getPath() == null || uri.getPath().length() <= 1 ? "/" : uri.getPath().substring(1));
   }
 
+  /** {@link Shared} on a PostgreSQL schema of its own. */
   @Configuration(proxyBeanMethods = false)
+  @org.springframework.context.annotation.Import(Shared.class)
   static class Beans {
     /**
      * A schema of its own, kept until the test JVM ends: Spring's context cache shares one
@@ -84,7 +86,15 @@ final class DropInTestSupport {
           "CREATE TABLE payments (id text NOT NULL, body text NOT NULL)");
       return pool;
     }
+  }
 
+  /**
+   * The beans every drop-in application shares, whatever its database: the outcomes, the
+   * dead-letter inbox and the listeners' {@link Payments} on the application's {@code payments}
+   * table (which the application's DataSource bean creates).
+   */
+  @Configuration(proxyBeanMethods = false)
+  static class Shared {
     @Bean
     Outcomes outcomes() {
       return new Outcomes();

@@ -23,7 +23,7 @@ public final class KitEffects {
   private final String run;
 
   /**
-   * @param dataSource the PostgreSQL the handlers' sessions write to
+   * @param dataSource the PostgreSQL or MariaDB the handlers' sessions write to
    * @param run this run's id; every row written and counted carries it
    */
   public KitEffects(DataSource dataSource, String run) {
@@ -31,12 +31,20 @@ public final class KitEffects {
     this.run = run;
   }
 
-  /** Creates the table if it is missing (shared by every run). */
+  /**
+   * Creates the table if it is missing (shared by every run), in the database's own types: on
+   * PostgreSQL {@code bigserial}, {@code text}, {@code bytea}; on MariaDB (the JDBC metadata's
+   * product name) {@code AUTO_INCREMENT}, {@code varchar}, {@code longblob}. The counting queries
+   * are the same on both.
+   */
   public void createTable() throws SQLException {
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
-      s.execute(
-          "CREATE TABLE IF NOT EXISTS " + TABLE + " (id bigserial PRIMARY KEY, run_id text NOT NULL,"
+      boolean mariaDb = c.getMetaData().getDatabaseProductName().equalsIgnoreCase("MariaDB");
+      s.execute(mariaDb
+          ? "CREATE TABLE IF NOT EXISTS " + TABLE + " (id bigint AUTO_INCREMENT PRIMARY KEY,"
+              + " run_id varchar(64) NOT NULL, idem_key varchar(600) NOT NULL, payload longblob NOT NULL)"
+          : "CREATE TABLE IF NOT EXISTS " + TABLE + " (id bigserial PRIMARY KEY, run_id text NOT NULL,"
               + " idem_key text NOT NULL, payload bytea NOT NULL)");
     }
   }

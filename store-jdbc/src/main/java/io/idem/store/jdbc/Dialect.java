@@ -91,8 +91,9 @@ public enum Dialect {
    *
    * @throws IllegalStateException for any other database (MySQL included: not verified yet), or a
    *     MariaDB older than 10.6, naming it and the supported ones
+   * @throws SQLException when the metadata cannot be read
    */
-  static Dialect of(DatabaseMetaData metadata) throws SQLException {
+  public static Dialect of(DatabaseMetaData metadata) throws SQLException {
     String product = String.valueOf(metadata.getDatabaseProductName());
     String version = String.valueOf(metadata.getDatabaseProductVersion());
     Dialect dialect = byName(product, version);
@@ -181,6 +182,20 @@ public enum Dialect {
       return "55P03".equals(e.getSQLState()) || ClaimStatement.QUERY_CANCELED.equals(e.getSQLState());
     }
     return e.getErrorCode() == ER_LOCK_WAIT_TIMEOUT || e.getErrorCode() == ER_STATEMENT_TIMEOUT;
+  }
+
+  /**
+   * Whether {@code failure} (its cause chain, next exceptions included) holds this database asking
+   * for the whole transaction to be retried — PostgreSQL's 40001 or 40P01; MariaDB's 1213, 1205 or
+   * SQLSTATE 40001 — for stores that classify failures of their own transactions (the Spring Boot
+   * starter's, whose transactions Spring commits).
+   *
+   * @return how the error is named in messages ({@code SQLSTATE 40001}, {@code MariaDB error 1205,
+   *     SQLSTATE HY000}), or {@code null} when it holds none
+   */
+  public @Nullable String retryRequestIn(Throwable failure) {
+    SQLException e = find(failure, this::asksForRetry);
+    return e == null ? null : describe(e);
   }
 
   /** The first SQLException in {@code failure}'s cause chain for which {@code test} holds, or {@code null}. */
