@@ -248,6 +248,80 @@ class OutboxRelayProductionIT {
   }
 
   /**
+   * Pipelining: while a batch is in flight the relay claims the next one, and that claim takes
+   * no row of a key with a row in flight (leased: its head is not due); the rows of a batch are
+   * still unsent while the publisher holds them (marked only once confirmed); publishAll calls
+   * never overlap; every key's rows go out in id order, each once.
+   */
+  @Test
+  void theNextBatchIsClaimedWhileOneIsInFlightWithoutItsKeys() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      entries.add(entry(String.format("pipe-%03d", i), i % 3 == 0 ? null : "key-" + (i % 5)));
+    }
+    enqueue(entries);
+    List<OutboxMessage> published = new CopyOnWriteArrayList<>();
+    List<String> problems = new CopyOnWriteArrayList<>();
+    AtomicLong inFlight = new AtomicLong();
+    AtomicLong overlappedClaims = new AtomicLong();
+    OutboxPublisher publisher = new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("publishAll is used");
+      }
+
+      @Override
+      public List<io.idem.spi.OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
+        if (inFlight.incrementAndGet() != 1) {
+          problems.add("two publishAll calls at once");
+        }
+        List<Long> ids = batch.stream().map(OutboxMessage::id).toList();
+        String idList = ids.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElseThrow();
+        if (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND id IN (" + idList + ")")
+            != batch.size()) {
+          problems.add("a row of the batch in flight is marked sent already: " + ids);
+        }
+        // Rows leased now that were never handed to the publisher: the next batch, claimed
+        // while this one is in flight. Hold the batch until it is there (or 5 s: none was due).
+        String seen = published.stream().map(m -> String.valueOf(m.id())).reduce(idList, (a, b) -> a + "," + b);
+        String next = "FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN (" + seen + ")";
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (StoreTests.count(pool, "SELECT count(*) " + next) == 0 && System.nanoTime() < deadline) {
+          Thread.sleep(5);
+        }
+        if (StoreTests.count(pool, "SELECT count(*) " + next) > 0) {
+          overlappedClaims.incrementAndGet();
+          List<String> keys = batch.stream().map(OutboxMessage::orderingKey).filter(k -> k != null).distinct()
+              .map(k -> "'" + k + "'").toList();
+          if (!keys.isEmpty() && StoreTests.count(pool, "SELECT count(*) " + next
+              + " AND ordering_key IN (" + String.join(",", keys) + ")") > 0) {
+            problems.add("a key of the batch in flight was claimed again: " + keys);
+          }
+        }
+        published.addAll(batch);
+        inFlight.decrementAndGet();
+        return batch.stream().map(io.idem.spi.OutboxPublishResult::sent).toList();
+      }
+    };
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(8)
+        .pollInterval(Duration.ofMillis(50)).name("pipelined-relay").build());
+
+    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() ->
+        StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL") == 0);
+    assertThat(problems).isEmpty();
+    assertThat(overlappedClaims.get()).as("claims made while a batch was in flight").isPositive();
+    assertThat(published).extracting(OutboxMessage::idempotencyKey).doesNotHaveDuplicates().hasSize(60);
+    Map<String, List<Long>> perKey = new HashMap<>();
+    for (OutboxMessage m : published) {
+      if (m.orderingKey() != null) {
+        perKey.computeIfAbsent(m.orderingKey(), k -> new ArrayList<>()).add(m.id());
+      }
+    }
+    assertThat(perKey).hasSize(5).allSatisfy((key, ids) -> assertThat(ids).as(key).isSorted());
+    await().atMost(Duration.ofSeconds(10)).until(() -> relay.lastStats().published() == 60);
+  }
+
+  /**
    * The claim at 100,000 unsent rows: 100,000 behind one parked head, plus a few due rows of
    * other keys and without a key. EXPLAIN (ANALYZE, BUFFERS) of both statements of the claim:
    * no sequential scan of the outbox, and the buffers touched stay far below the table's pages
