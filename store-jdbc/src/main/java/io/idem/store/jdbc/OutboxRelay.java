@@ -61,7 +61,9 @@ import org.slf4j.LoggerFactory;
  *       Publishing stays sequential (batch n+1 starts once the publisher has answered for every
  *       row of batch n), rows are marked only once confirmed, and the claim never takes a key
  *       with a row in flight (its head is leased, so not due): per key, no row is published
- *       before the rows before it are confirmed. An outage or {@link #close()} releases the
+ *       before the rows before it are confirmed. A batch of one ordering key (a hot key) is
+ *       published without a claim beside it: its next rows come with the round that marks it. An
+ *       outage or {@link #close()} releases the
  *       claimed batch uncharged; a claimed batch that waited for half of its lease is released
  *       too. {@link #relayOnce()} does one claim, publish and mark in sequence.
  *   <li><b>Order.</b> Rows with one ordering key are published in id order among the rows
@@ -211,18 +213,10 @@ public final class OutboxRelay implements AutoCloseable {
    *     marked come back when their lease ends)
    */
   public int relayOnce() {
-    return cycle().claimed;
-  }
-
-  /** What one claim and its publishing did. */
-  private record Cycle(int claimed, boolean nothingDue, boolean outage) {}
-
-  private Cycle cycle() {
-    String startCursor = keyCursor;
     long claimedAt = System.nanoTime();
     List<OutboxMessage> batch = round(Settlement.NONE, true);
     if (batch.isEmpty()) {
-      return new Cycle(0, startCursor == null && keyCursor == null, false);
+      return 0;
     }
     Decided decided = publishAndDecide(batch, claimedAt);
     boolean interrupted = Thread.interrupted(); // JDBC below must not see the shutdown's interrupt
@@ -245,7 +239,7 @@ public final class OutboxRelay implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    return new Cycle(batch.size(), false, decided.outage());
+    return batch.size();
   }
 
   /**
@@ -734,30 +728,27 @@ public final class OutboxRelay implements AutoCloseable {
       String startCursor = keyCursor;
       long roundAt = System.nanoTime();
       Future<List<OutboxMessage>> round = database.submit(() -> round(toWrite, claimNext));
-      Decided decided = claimed.isEmpty() ? null : publishAndDecide(claimed, claimedAt);
+      Decided decided = claimed.isEmpty() ? null : publishGuarded(claimed, claimedAt);
       try {
         List<OutboxMessage> next = await(round);
-        if (consecutiveDatabaseFailures > 0) {
-          LOG.info("outbox relay {}: the database is back after {} failure(s)", name, consecutiveDatabaseFailures);
+        if (claimNext || !toWrite.isEmpty()) { // the round used the database
+          if (consecutiveDatabaseFailures > 0) {
+            LOG.info("outbox relay {}: the database is back after {} failure(s)", name, consecutiveDatabaseFailures);
+          }
+          consecutiveDatabaseFailures = 0;
         }
-        consecutiveDatabaseFailures = 0;
         failed = false;
         pending = Settlement.NONE;
         claimed = next;
         claimedAt = roundAt;
         idle = claimNext && next.isEmpty() && decided == null && startCursor == null && keyCursor == null;
-        refreshStats();
       } catch (Throwable e) { // the database (or anything else): charged to no row
         pending = toWrite; // written again (alone) before the next claim: its statements are idempotent
         claimed = List.of(); // nothing claimed (rolled back; if it committed after all, back after its lease)
         failed = true;
-        if (stop) {
-          LOG.warn("outbox relay {}: closing with the marks of {} row(s) unwritten ({}); they are published"
-              + " again after their lease", name, toWrite.sent().size() + toWrite.charges().size()
-              + toWrite.left().size(), errorText(e));
-          return;
+        if (!stop) {
+          databaseFailed(e);
         }
-        databaseFailed(e);
       }
       if (decided != null) {
         pending = pending.and(decided.settlement());
@@ -768,9 +759,38 @@ public final class OutboxRelay implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
+      if (failed && stop) {
+        Settlement s = pending;
+        LOG.warn("outbox relay {}: closing with the marks of {} row(s) unwritten (the database failed); they"
+            + " come back when their lease ends", name, s.sent().size() + s.charges().size() + s.left().size());
+        return;
+      }
+      if (!failed) {
+        try {
+          refreshStats();
+        } catch (Throwable e) { // the stats query: charged to no row, nothing to write again
+          failed = true;
+          databaseFailed(e);
+        }
+      }
       if (failed && !pause(pollInterval)) {
         Thread.currentThread().interrupt(); // the next turn writes what it can, then ends
       }
+    }
+  }
+
+  /**
+   * {@link #publishAndDecide}, surviving anything it throws (not expected: a publisher's
+   * throwables are the rows' results): the batch is then left due, uncharged.
+   */
+  private Decided publishGuarded(List<OutboxMessage> batch, long claimedAt) {
+    try {
+      return publishAndDecide(batch, claimedAt);
+    } catch (Throwable e) {
+      lastError = "batch from row " + batch.get(0).id() + ": " + errorText(e);
+      LOG.error("outbox relay {}: publishing a batch of {} rows from outbox row {} failed; left due, no row"
+          + " charged", name, batch.size(), batch.get(0).id(), e);
+      return new Decided(Settlement.NONE.releasing(batch), false, Thread.interrupted());
     }
   }
 
