@@ -322,6 +322,59 @@ class OutboxRelayProductionIT {
   }
 
   /**
+   * close() while a batch is in flight and the next one is claimed beside it: the batch in flight
+   * is finished and marked sent, the claimed one is released (due again, nothing charged), and
+   * no row stays leased.
+   */
+  @Test
+  void closeMarksTheBatchInFlightAndReleasesTheOneClaimedBesideIt() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      entries.add(entry(String.format("close-%03d", i), null));
+    }
+    enqueue(entries);
+    java.util.concurrent.CountDownLatch nextClaimed = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+    List<OutboxMessage> published = new CopyOnWriteArrayList<>();
+    OutboxPublisher publisher = new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("publishAll is used");
+      }
+
+      @Override
+      public List<io.idem.spi.OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
+        String ids = batch.stream().map(m -> String.valueOf(m.id())).reduce((a, b) -> a + "," + b).orElseThrow();
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL"
+            + " AND id NOT IN (" + ids + ")") == 0 && System.nanoTime() < deadline) {
+          Thread.sleep(5);
+        }
+        nextClaimed.countDown();
+        closed.await(10, java.util.concurrent.TimeUnit.SECONDS); // still in flight when close() is called
+        published.addAll(batch);
+        return batch.stream().map(io.idem.spi.OutboxPublishResult::sent).toList();
+      }
+    };
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(10)
+        .pollInterval(Duration.ofMillis(50)).name("closing-relay").build());
+    assertThat(nextClaimed.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL"))
+        .as("the batch in flight and the one claimed beside it").isEqualTo(20);
+    Thread closer = new Thread(relay::close);
+    closer.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !relay.isRunning());
+    closed.countDown();
+    closer.join(Duration.ofSeconds(30).toMillis());
+    assertThat(closer.isAlive()).isFalse();
+    assertThat(published).hasSize(10);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NOT NULL")).isEqualTo(10);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL")).isZero();
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND attempts = 0"
+        + " AND parked_at IS NULL AND next_attempt_at <= now()")).as("due again, uncharged").isEqualTo(30);
+  }
+
+  /**
    * The claim at 100,000 unsent rows: 100,000 behind one parked head, plus a few due rows of
    * other keys and without a key. EXPLAIN (ANALYZE, BUFFERS) of both statements of the claim:
    * no sequential scan of the outbox, and the buffers touched stay far below the table's pages
