@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.RetryPolicy;
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -19,6 +20,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ibatis.mapping.BoundSql;
 import org.apache.ibatis.mapping.ParameterMapping;
@@ -73,6 +76,48 @@ class OutboxRelayProductionIT {
     relays.add(relay);
     relay.start();
     return relay;
+  }
+
+  /** What a publisher taking whole batches does with one; every row of it is then sent. */
+  private interface BatchBody {
+    void accept(List<OutboxMessage> batch) throws Exception;
+  }
+
+  /** A publisher that takes whole batches only ({@code publish} is not called). */
+  private static OutboxPublisher batchesOnly(BatchBody body) {
+    return new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("publishAll is used");
+      }
+
+      @Override
+      public List<OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
+        body.accept(batch);
+        return batch.stream().map(OutboxPublishResult::sent).toList();
+      }
+    };
+  }
+
+  private static String idList(List<OutboxMessage> batch) {
+    return batch.stream().map(m -> String.valueOf(m.id())).reduce((a, b) -> a + "," + b).orElseThrow();
+  }
+
+  /**
+   * Waits up to {@code wait} for unsent rows leased outside {@code ids} (a batch claimed beside
+   * the one in flight); whether there are.
+   */
+  private boolean leasedBeside(String ids, Duration wait) throws Exception {
+    String sql = "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN ("
+        + ids + ")";
+    long deadline = System.nanoTime() + wait.toNanos();
+    while (StoreTests.count(pool, sql) == 0) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(5);
+    }
+    return true;
   }
 
   private static int recurse(int depth) {
@@ -264,45 +309,32 @@ class OutboxRelayProductionIT {
     List<String> problems = new CopyOnWriteArrayList<>();
     AtomicLong inFlight = new AtomicLong();
     AtomicLong overlappedClaims = new AtomicLong();
-    OutboxPublisher publisher = new OutboxPublisher() {
-      @Override
-      public void publish(OutboxMessage message) {
-        throw new AssertionError("publishAll is used");
+    OutboxPublisher publisher = batchesOnly(batch -> {
+      if (inFlight.incrementAndGet() != 1) {
+        problems.add("two publishAll calls at once");
       }
-
-      @Override
-      public List<io.idem.spi.OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
-        if (inFlight.incrementAndGet() != 1) {
-          problems.add("two publishAll calls at once");
-        }
-        List<Long> ids = batch.stream().map(OutboxMessage::id).toList();
-        String idList = ids.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElseThrow();
-        if (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND id IN (" + idList + ")")
-            != batch.size()) {
-          problems.add("a row of the batch in flight is marked sent already: " + ids);
-        }
-        // Rows leased now that were never handed to the publisher: the next batch, claimed
-        // while this one is in flight. Hold the batch until it is there (or 5 s: none was due).
-        String seen = published.stream().map(m -> String.valueOf(m.id())).reduce(idList, (a, b) -> a + "," + b);
-        String next = "FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN (" + seen + ")";
-        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        while (StoreTests.count(pool, "SELECT count(*) " + next) == 0 && System.nanoTime() < deadline) {
-          Thread.sleep(5);
-        }
-        if (StoreTests.count(pool, "SELECT count(*) " + next) > 0) {
-          overlappedClaims.incrementAndGet();
-          List<String> keys = batch.stream().map(OutboxMessage::orderingKey).filter(k -> k != null).distinct()
-              .map(k -> "'" + k + "'").toList();
-          if (!keys.isEmpty() && StoreTests.count(pool, "SELECT count(*) " + next
-              + " AND ordering_key IN (" + String.join(",", keys) + ")") > 0) {
-            problems.add("a key of the batch in flight was claimed again: " + keys);
-          }
-        }
-        published.addAll(batch);
-        inFlight.decrementAndGet();
-        return batch.stream().map(io.idem.spi.OutboxPublishResult::sent).toList();
+      List<Long> ids = batch.stream().map(OutboxMessage::id).toList();
+      String idList = idList(batch);
+      if (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND id IN (" + idList + ")")
+          != batch.size()) {
+        problems.add("a row of the batch in flight is marked sent already: " + ids);
       }
-    };
+      // Rows leased now that were never handed to the publisher: the next batch, claimed
+      // while this one is in flight. Hold the batch until it is there (or 5 s: none was due).
+      String seen = published.stream().map(m -> String.valueOf(m.id())).reduce(idList, (a, b) -> a + "," + b);
+      String next = "FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN (" + seen + ")";
+      if (leasedBeside(seen, Duration.ofSeconds(5))) {
+        overlappedClaims.incrementAndGet();
+        List<String> keys = batch.stream().map(OutboxMessage::orderingKey).filter(k -> k != null).distinct()
+            .map(k -> "'" + k + "'").toList();
+        if (!keys.isEmpty() && StoreTests.count(pool, "SELECT count(*) " + next
+            + " AND ordering_key IN (" + String.join(",", keys) + ")") > 0) {
+          problems.add("a key of the batch in flight was claimed again: " + keys);
+        }
+      }
+      published.addAll(batch);
+      inFlight.decrementAndGet();
+    });
     OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(8)
         .pollInterval(Duration.ofMillis(50)).name("pipelined-relay").build());
 
@@ -333,32 +365,20 @@ class OutboxRelayProductionIT {
       entries.add(entry(String.format("close-%03d", i), null));
     }
     enqueue(entries);
-    java.util.concurrent.CountDownLatch nextClaimed = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch nextClaimed = new CountDownLatch(1);
+    CountDownLatch closed = new CountDownLatch(1);
     List<OutboxMessage> published = new CopyOnWriteArrayList<>();
-    OutboxPublisher publisher = new OutboxPublisher() {
-      @Override
-      public void publish(OutboxMessage message) {
-        throw new AssertionError("publishAll is used");
-      }
-
-      @Override
-      public List<io.idem.spi.OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
-        String ids = batch.stream().map(m -> String.valueOf(m.id())).reduce((a, b) -> a + "," + b).orElseThrow();
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL"
-            + " AND id NOT IN (" + ids + ")") == 0 && System.nanoTime() < deadline) {
-          Thread.sleep(5);
-        }
+    OutboxPublisher publisher = batchesOnly(batch -> {
+      String ids = idList(batch);
+      if (leasedBeside(ids, Duration.ofSeconds(10))) {
         nextClaimed.countDown();
-        closed.await(10, java.util.concurrent.TimeUnit.SECONDS); // still in flight when close() is called
-        published.addAll(batch);
-        return batch.stream().map(io.idem.spi.OutboxPublishResult::sent).toList();
       }
-    };
+      closed.await(10, TimeUnit.SECONDS); // still in flight when close() is called
+      published.addAll(batch);
+    });
     OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(10)
         .pollInterval(Duration.ofMillis(50)).name("closing-relay").build());
-    assertThat(nextClaimed.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(nextClaimed.await(20, TimeUnit.SECONDS)).isTrue();
     assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL"))
         .as("the batch in flight and the one claimed beside it").isEqualTo(20);
     Thread closer = new Thread(relay::close);
