@@ -163,8 +163,8 @@ class KafkaOutboxRelayFailuresIT {
    * The producer points at a port nothing listens on (the broker is down) for longer than
    * maxAttempts × maxBackoff, while the relay keeps probing: each probe is one row failing with
    * Kafka's metadata TimeoutException, the batch ends there, nothing is charged. While the
-   * producer waits, the relay has no transaction open (checked at each publish from another
-   * session). Back on the live broker every row is sent with attempts = 1, none parked.
+   * producer waits, the relay holds no transaction open (checked at each publish from another
+   * session: a round running beside the publish ends without it). Back on the live broker every row is sent with attempts = 1, none parked.
    */
   @Test
   void aBrokerOutageChargesNoRowParksNoneAndHoldsNoTransaction() throws Exception {
@@ -182,9 +182,16 @@ class KafkaOutboxRelayFailuresIT {
     SwitchingPublisher publisher = new SwitchingPublisher(down);
     String applicationName = PostgresFixture.applicationName(pool.getSchema());
     publisher.beforeEachPublish = () -> {
+      // The pipelined relay may be in a round (the previous batch's marks, the next claim: one
+      // short transaction) as a publish starts; it must end without waiting for this publish.
+      long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
       long open = openTransactionsOfTheRelay(applicationName);
+      while (open > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+        open = openTransactionsOfTheRelay(applicationName);
+      }
       if (open > 0) {
-        publisher.violations.add(open + " relay transaction(s) open during a publish");
+        publisher.violations.add(open + " relay transaction(s) still open 5 s into a publish");
       }
     };
     int maxAttempts = 3;

@@ -175,7 +175,7 @@ final class ItDatabase implements AutoCloseable {
     }
   }
 
-  private int count(String sql, String arg) {
+  int count(String sql, String arg) {
     return Integer.parseInt(strings(sql, arg).get(0));
   }
 

@@ -19,6 +19,10 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -51,6 +55,17 @@ import org.slf4j.LoggerFactory;
  *       publishAll} is a destination outage, charged to no row. Any other publisher's rows are
  *       published one by one, the batch ending at the first outage, at {@link #close()} and at
  *       half the lease.
+ *   <li><b>Pipeline.</b> The relay thread keeps two batches in flight: while it publishes batch
+ *       n, a second thread writes batch n-1's settlement (sent mark, charges, releases) and claims
+ *       batch n+1 in one short transaction, so the publisher rarely waits for the database.
+ *       Publishing stays sequential (batch n+1 starts once the publisher has answered for every
+ *       row of batch n), rows are marked only once confirmed, and the claim never takes a key
+ *       with a row in flight (its head is leased, so not due): per key, no row is published
+ *       before the rows before it are confirmed. A batch of one ordering key (a hot key) is
+ *       published without a claim beside it: its next rows come with the round that marks it. An
+ *       outage or {@link #close()} releases the
+ *       claimed batch uncharged; a claimed batch that waited for half of its lease is released
+ *       too. {@link #relayOnce()} does one claim, publish and mark in sequence.
  *   <li><b>Order.</b> Rows with one ordering key are published in id order among the rows
  *       committed when the relay claims (see docs/OUTBOX.md): per key the claim takes the first
  *       rows in id order, up to {@code batchSize}, when the key's lowest-id unsent row is due, and
@@ -79,7 +94,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Thread-safe; {@link #start()} once, {@link #close()} finishes the row in flight, leaves the
- * rest of its batch due and stops. The publisher is not closed by the relay. Keep {@code
+ * rest of its batch (and the batch claimed behind it) due and stops. The publisher is not closed by the relay. Keep {@code
  * leaseDuration} above the time a batch takes to publish (the relay stops publishing a batch once
  * half of its lease has passed, and leaves the rest due).
  */
@@ -198,87 +213,129 @@ public final class OutboxRelay implements AutoCloseable {
    *     marked come back when their lease ends)
    */
   public int relayOnce() {
-    return cycle().claimed;
-  }
-
-  /** What one claim and its publishing did. */
-  private record Cycle(int claimed, boolean nothingDue, boolean outage) {}
-
-  private Cycle cycle() {
-    String startCursor = keyCursor;
-    List<OutboxMessage> batch = claim();
-    lastCycleAt = Instant.now();
-    if (batch.isEmpty()) {
-      return new Cycle(0, startCursor == null && keyCursor == null, false);
-    }
     long claimedAt = System.nanoTime();
-    Published published = batches ? publishBatch(batch) : publishOneByOne(batch, claimedAt);
-    boolean outage = published.outage;
-    List<Long> sent = new ArrayList<>();
-    List<Long> left = new ArrayList<>();
-    Set<String> stoppedKeys = new HashSet<>();
-    int done = 0;
-    try {
-      for (OutboxMessage message : batch) {
-        done++;
-        OutboxPublishResult result = published.results.get(message.id());
-        String orderingKey = message.orderingKey();
-        if (result != null && result.status() == OutboxPublishResult.Status.SENT) {
-          sent.add(message.id()); // confirmed: marked sent, whatever else happened in the batch
-          consecutiveOutages = 0;
-          continue;
-        }
-        boolean keyStopped = orderingKey != null && !stoppedKeys.add(orderingKey);
-        if (result == null || result.status() == OutboxPublishResult.Status.SKIPPED || keyStopped) {
-          left.add(message.id()); // not attempted, or behind its key's first failure: uncharged
-          continue;
-        }
-        Throwable failure = Objects.requireNonNull(result.failure());
-        if (failure instanceof InterruptedException && (stopping.getCount() == 0 || published.interrupted)) {
-          left.add(message.id()); // shutdown: the row was not attempted
-          continue;
-        }
-        if (failure instanceof Error) {
-          LOG.error("outbox relay {}: the publisher threw {} for outbox row {} (key {}, destination {})",
-              name, failure.getClass().getName(), message.id(), message.idempotencyKey(),
-              message.destination(), failure);
-        }
-        OutboxFailureKind known = published.kinds.get(message.id());
-        OutboxFailureKind kind = known != null ? known : kindOf(failure);
-        lastError = "row " + message.id() + ": " + errorText(failure);
-        if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
-          left.add(message.id());
-          if (!outage) {
-            outage = true;
-            openCircuit(message, failure);
-          }
-        } else {
-          chargeFailure(message, failure);
-        }
-      }
-    } catch (RuntimeException databaseFailure) {
-      // Charging a row failed: keep what was published (marked sent if the database lets us),
-      // leave the rest due; the failure is the database's, charged to no row.
-      for (OutboxMessage m : batch.subList(done, batch.size())) {
-        OutboxPublishResult r = published.results.get(m.id());
-        (r != null && r.status() == OutboxPublishResult.Status.SENT ? sent : left).add(m.id());
-      }
-      try {
-        mark(sent, left);
-      } catch (RuntimeException alsoFailed) {
-        databaseFailure.addSuppressed(alsoFailed);
-      }
-      throw databaseFailure;
+    List<OutboxMessage> batch = round(Settlement.NONE, true);
+    if (batch.isEmpty()) {
+      return 0;
     }
+    Decided decided = publishAndDecide(batch, claimedAt);
     boolean interrupted = Thread.interrupted(); // JDBC below must not see the shutdown's interrupt
     try {
-      mark(sent, left);
+      round(decided.settlement(), false);
+    } catch (RuntimeException databaseFailure) {
+      // Keep what was published (marked sent if the database lets us); the rest comes back when
+      // its lease ends. The failure is the database's, charged to no row.
+      Settlement s = decided.settlement();
+      if (!s.sent().isEmpty()) {
+        try {
+          round(new Settlement(s.sent(), List.of(), List.of()), false);
+        } catch (RuntimeException alsoFailed) {
+          databaseFailure.addSuppressed(alsoFailed);
+        }
+      }
+      throw databaseFailure;
     } finally {
-      if (interrupted || published.interrupted) {
+      if (interrupted || decided.interrupted()) {
         Thread.currentThread().interrupt();
       }
     }
-    return new Cycle(batch.size(), false, outage);
+    return batch.size();
+  }
+
+  /**
+   * What publishing a batch leaves to write, all in one transaction: the rows confirmed (marked
+   * sent), the failed attempts charged to their rows, the rows left due uncharged (released).
+   */
+  private record Settlement(List<Long> sent, List<Charge> charges, List<Long> left) {
+    static final Settlement NONE = new Settlement(List.of(), List.of(), List.of());
+
+    boolean isEmpty() {
+      return sent.isEmpty() && charges.isEmpty() && left.isEmpty();
+    }
+
+    /** This settlement and {@code other}'s. */
+    Settlement and(Settlement other) {
+      if (other.isEmpty()) {
+        return this;
+      }
+      if (isEmpty()) {
+        return other;
+      }
+      List<Long> s = new ArrayList<>(sent);
+      s.addAll(other.sent);
+      List<Charge> c = new ArrayList<>(charges);
+      c.addAll(other.charges);
+      List<Long> l = new ArrayList<>(left);
+      l.addAll(other.left);
+      return new Settlement(s, c, l);
+    }
+
+    /** This settlement with the rows of {@code batch} (claimed, not published) released too. */
+    Settlement releasing(List<OutboxMessage> batch) {
+      List<Long> ids = new ArrayList<>(batch.size());
+      for (OutboxMessage m : batch) {
+        ids.add(m.id());
+      }
+      return and(new Settlement(List.of(), List.of(), ids));
+    }
+  }
+
+  /** A failed attempt charged to its row: retried after the policy's backoff, or parked. */
+  private record Charge(OutboxMessage message, Throwable failure, boolean park) {}
+
+  /** What publishing a batch did: what to write, whether an outage or an interrupt (shutdown) ended it. */
+  private record Decided(Settlement settlement, boolean outage, boolean interrupted) {}
+
+  /**
+   * Publishes {@code batch} (claimed at {@code claimedAt}, {@link System#nanoTime()}) and decides
+   * each row's fate; writes nothing (the caller writes the settlement once the publisher has
+   * answered for every row). A destination outage opens the circuit here.
+   */
+  private Decided publishAndDecide(List<OutboxMessage> batch, long claimedAt) {
+    Published published = batches ? publishBatch(batch, claimedAt) : publishOneByOne(batch, claimedAt);
+    boolean outage = published.outage;
+    List<Long> sent = new ArrayList<>();
+    List<Long> left = new ArrayList<>();
+    List<Charge> charges = new ArrayList<>();
+    Set<String> stoppedKeys = new HashSet<>();
+    for (OutboxMessage message : batch) {
+      OutboxPublishResult result = published.results.get(message.id());
+      String orderingKey = message.orderingKey();
+      if (result != null && result.status() == OutboxPublishResult.Status.SENT) {
+        sent.add(message.id()); // confirmed: marked sent, whatever else happened in the batch
+        consecutiveOutages = 0;
+        continue;
+      }
+      boolean keyStopped = orderingKey != null && !stoppedKeys.add(orderingKey);
+      if (result == null || result.status() == OutboxPublishResult.Status.SKIPPED || keyStopped) {
+        left.add(message.id()); // not attempted, or behind its key's first failure: uncharged
+        continue;
+      }
+      Throwable failure = Objects.requireNonNull(result.failure());
+      if (failure instanceof InterruptedException && (stopping.getCount() == 0 || published.interrupted)) {
+        left.add(message.id()); // shutdown: the row was not attempted
+        continue;
+      }
+      if (failure instanceof Error) {
+        LOG.error("outbox relay {}: the publisher threw {} for outbox row {} (key {}, destination {})",
+            name, failure.getClass().getName(), message.id(), message.idempotencyKey(),
+            message.destination(), failure);
+      }
+      OutboxFailureKind known = published.kinds.get(message.id());
+      OutboxFailureKind kind = known != null ? known : kindOf(failure);
+      lastError = "row " + message.id() + ": " + errorText(failure);
+      if (kind == OutboxFailureKind.DESTINATION_UNAVAILABLE) {
+        left.add(message.id());
+        if (!outage) {
+          outage = true;
+          openCircuit(message, failure);
+        }
+      } else {
+        boolean park = !OutboxFailures.isRetryable(failure, retryPolicy) || message.attempt() >= retryPolicy.maxAttempts();
+        charges.add(new Charge(message, failure, park));
+      }
+    }
+    return new Decided(new Settlement(sent, charges, left), outage, published.interrupted);
   }
 
   /**
@@ -331,10 +388,17 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * A batching publisher: one {@link OutboxPublisher#publishAll} for the batch. What it throws is
-   * a destination outage (the batch uncharged, the circuit opens); an interrupt is a shutdown.
+   * A batching publisher: one {@link OutboxPublisher#publishAll} for the batch, unless it waited
+   * for half of its lease already (then it is left due). What it throws is a destination outage
+   * (the batch uncharged, the circuit opens); an interrupt is a shutdown.
    */
-  private Published publishBatch(List<OutboxMessage> batch) {
+  private Published publishBatch(List<OutboxMessage> batch, long claimedAt) {
+    if (System.nanoTime() - claimedAt > leaseDuration.toNanos() / 2) {
+      // It waited behind the batch before it for half of its lease: due again, uncharged.
+      LOG.warn("outbox relay {}: a batch of {} rows from outbox row {} waited more than half of its lease ({})"
+          + " to be published; left due for the next claim", name, batch.size(), batch.get(0).id(), leaseDuration);
+      return new Published(Map.of(), Map.of(), false, false);
+    }
     List<OutboxPublishResult> list;
     try {
       list = publisher.publishAll(List.copyOf(batch));
@@ -404,74 +468,102 @@ public final class OutboxRelay implements AutoCloseable {
     }
   }
 
-  private void chargeFailure(OutboxMessage message, Throwable failure) {
-    failures.incrementAndGet();
-    boolean park = !OutboxFailures.isRetryable(failure, retryPolicy)
-        || message.attempt() >= retryPolicy.maxAttempts();
-    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
-      session.update(outbox.namespace(session) + ".markFailed", Map.of("id", message.id(),
-          "error", errorText(failure), "backoffMillis", retryPolicy.backoff(message.attempt()).toMillis(),
-          "park", park, "relay", leaseToken));
+  /** Writes {@code s} in {@code session}'s transaction: the sent mark, the charges, the releases. */
+  private void write(SqlSession session, String ns, Settlement s) {
+    if (!s.sent().isEmpty()) {
+      session.update(ns + ".markSent", Map.of("ids", s.sent()));
     }
-    if (park) {
-      LOG.warn("outbox row {} (key {}, destination {}) parked after {} attempt(s): {}",
-          message.id(), message.idempotencyKey(), message.destination(), message.attempt(),
-          errorText(failure));
-    } else {
-      LOG.debug("outbox row {} attempt {} failed", message.id(), message.attempt(), failure);
+    for (Charge c : s.charges()) {
+      session.update(ns + ".markFailed", Map.of("id", c.message().id(), "error", errorText(c.failure()),
+          "backoffMillis", retryPolicy.backoff(c.message().attempt()).toMillis(), "park", c.park(),
+          "relay", leaseToken));
+    }
+    if (!s.left().isEmpty()) {
+      session.update(ns + ".release", Map.of("ids", s.left(), "relay", leaseToken));
     }
   }
 
-  /** Marks the published rows sent and the rows left due again, each in one short statement. */
-  private void mark(List<Long> sent, List<Long> left) {
-    if (sent.isEmpty() && left.isEmpty()) {
-      return;
+  /** After the commit of {@code s}: the counters and the logs. */
+  private void written(Settlement s) {
+    if (!s.sent().isEmpty()) {
+      published.addAndGet(s.sent().size());
+      lastPublishAt = Instant.now();
     }
-    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
+    for (Charge c : s.charges()) {
+      failures.incrementAndGet();
+      OutboxMessage message = c.message();
+      if (c.park()) {
+        LOG.warn("outbox row {} (key {}, destination {}) parked after {} attempt(s): {}",
+            message.id(), message.idempotencyKey(), message.destination(), message.attempt(),
+            errorText(c.failure()));
+      } else {
+        LOG.debug("outbox row {} attempt {} failed", message.id(), message.attempt(), c.failure());
+      }
+    }
+  }
+
+  /** What a claim took, and where the next claim goes on. */
+  private record Claim(List<OutboxMessage> batch, @Nullable String nextCursor) {}
+
+  /**
+   * One short transaction: writes {@code settlement} (the marks of the batch published last) and,
+   * with {@code claimNext}, claims the next batch. The claim lock is taken first, so the marks'
+   * row locks are only ever taken under it (two relays cannot wait for each other). Nothing of it
+   * is kept when it fails (the caller writes the settlement again: every statement of it is
+   * idempotent).
+   *
+   * @return the claimed batch in id order (empty without {@code claimNext})
+   */
+  private List<OutboxMessage> round(Settlement settlement, boolean claimNext) {
+    if (!claimNext && settlement.isEmpty()) {
+      return List.of();
+    }
+    Claim claim = null;
+    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
       String ns = outbox.namespace(session);
-      if (!sent.isEmpty()) {
-        session.update(ns + ".markSent", Map.of("ids", sent));
-        published.addAndGet(sent.size());
-        lastPublishAt = Instant.now();
+      if (claimNext) {
+        session.selectOne(ns + ".claimLock", Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName()));
       }
-      if (!left.isEmpty()) {
-        session.update(ns + ".release", Map.of("ids", left, "relay", leaseToken));
+      write(session, ns, settlement);
+      if (claimNext) {
+        claim = claim(session, ns);
       }
+      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
     }
+    written(settlement);
+    if (claim == null) {
+      return List.of();
+    }
+    claims.incrementAndGet();
+    keyCursor = claim.nextCursor();
+    lastCycleAt = Instant.now();
+    return claim.batch();
   }
 
   /**
-   * One short transaction: the claim lock, the heads of the next ordering keys, the lease.
-   * Advances {@link #keyCursor}: to the last key visited, or back to the first when the scan
-   * reached the end of the keys.
+   * The claim, in {@code session}'s transaction (which holds the claim lock): the heads of the
+   * next ordering keys, the lease. The next cursor is the last key visited, or {@code null} (back
+   * to the first) when the scan reached the end of the keys.
    */
-  private List<OutboxMessage> claim() {
-    List<Map<String, Object>> rows;
-    try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
-      String ns = outbox.namespace(session);
-      session.selectOne(ns + ".claimLock", Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName()));
-      Map<String, Object> headParams = new HashMap<>();
-      headParams.put("after", keyCursor);
-      headParams.put("maxKeys", batchSize);
-      List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
-      List<String> keys = new ArrayList<>();
-      for (Map<String, Object> head : heads) {
-        if (Boolean.TRUE.equals(head.get("due"))) {
-          keys.add((String) head.get("orderingKey"));
-        }
+  private Claim claim(SqlSession session, String ns) {
+    Map<String, Object> headParams = new HashMap<>();
+    headParams.put("after", keyCursor);
+    headParams.put("maxKeys", batchSize);
+    List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
+    List<String> keys = new ArrayList<>();
+    for (Map<String, Object> head : heads) {
+      if (Boolean.TRUE.equals(head.get("due"))) {
+        keys.add((String) head.get("orderingKey"));
       }
-      rows = session.selectList(ns + ".claim", Map.of("keys", keys, "maxRows", batchSize,
-          "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken));
-      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
-      claims.incrementAndGet();
-      keyCursor = heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey");
     }
+    List<Map<String, Object>> rows = session.selectList(ns + ".claim", Map.of("keys", keys, "maxRows", batchSize,
+        "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken));
     List<OutboxMessage> batch = new ArrayList<>(rows.size());
     for (Map<String, Object> row : rows) {
       batch.add(message(row));
     }
     batch.sort(Comparator.comparingLong(OutboxMessage::id));
-    return batch;
+    return new Claim(batch, heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey"));
   }
 
   /**
@@ -583,56 +675,187 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   private void loop() {
-    while (stopping.getCount() > 0) {
-      Duration wait = Duration.ZERO;
+    ExecutorService database = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, name + "-db");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      pipeline(database);
+    } finally {
+      database.shutdownNow();
+    }
+  }
+
+  /**
+   * The relay thread's loop, two batches in flight: while this thread publishes batch n, the
+   * database thread writes the settlement of batch n-1 and claims batch n+1 in one transaction
+   * (a round). Publishing stays strictly sequential: batch n+1 is published only once the
+   * publisher has answered for every row of batch n. A key with a row in flight is not claimed
+   * (its head is leased, so not due), so no later row of it is published before its earlier rows
+   * are confirmed and marked. The rows of a batch are marked only after their confirmation.
+   */
+  private void pipeline(ExecutorService database) {
+    Settlement pending = Settlement.NONE; // of the batch published last, not yet written
+    List<OutboxMessage> claimed = List.of(); // claimed, not yet published
+    long claimedAt = 0;
+    boolean idle = false; // the last claim went over every key, found nothing due, nothing in flight
+    boolean failed = false; // the last round failed: its settlement is written alone before a claim
+    while (true) {
+      boolean stop = stopping.getCount() == 0 || Thread.currentThread().isInterrupted();
+      Instant until = destinationUnavailableUntil;
+      boolean open = until != null && until.isAfter(Instant.now());
+      if ((stop || open) && !claimed.isEmpty()) {
+        pending = pending.releasing(claimed); // not published: due again, uncharged
+        claimed = List.of();
+      }
+      if (pending.isEmpty() && claimed.isEmpty()) {
+        if (stop) {
+          return;
+        }
+        Duration wait = open ? Duration.between(Instant.now(), until) : idle ? pollInterval : Duration.ZERO;
+        idle = false;
+        if (!wait.isNegative() && !wait.isZero()) {
+          if (!pause(wait)) {
+            return;
+          }
+          continue;
+        }
+      }
+      boolean claimNext = !stop && !open && !(failed && !pending.isEmpty())
+          && (claimed.isEmpty() || overlaps(claimed));
+      Settlement toWrite = pending;
+      String startCursor = keyCursor;
+      long roundAt = System.nanoTime();
+      Future<List<OutboxMessage>> round = database.submit(() -> round(toWrite, claimNext));
+      Decided decided = claimed.isEmpty() ? null : publishGuarded(claimed, claimedAt);
       try {
-        Cycle cycle = cycle();
-        if (consecutiveDatabaseFailures > 0) {
-          LOG.info("outbox relay {}: the database is back after {} failure(s)", name, consecutiveDatabaseFailures);
+        List<OutboxMessage> next = await(round);
+        if (claimNext || !toWrite.isEmpty()) { // the round used the database
+          if (consecutiveDatabaseFailures > 0) {
+            LOG.info("outbox relay {}: the database is back after {} failure(s)", name, consecutiveDatabaseFailures);
+          }
+          consecutiveDatabaseFailures = 0;
         }
-        consecutiveDatabaseFailures = 0;
-        if (cycle.outage) {
-          Instant until = destinationUnavailableUntil;
-          wait = until == null ? pollInterval : Duration.between(Instant.now(), until);
-        } else if (cycle.nothingDue) {
-          wait = pollInterval;
+        failed = false;
+        pending = Settlement.NONE;
+        claimed = next;
+        claimedAt = roundAt;
+        idle = claimNext && next.isEmpty() && decided == null && startCursor == null && keyCursor == null;
+      } catch (Throwable e) { // the database (or anything else): charged to no row
+        pending = toWrite; // written again (alone) before the next claim: its statements are idempotent
+        claimed = List.of(); // nothing claimed (rolled back; if it committed after all, back after its lease)
+        failed = true;
+        if (!stop) {
+          databaseFailed(e);
         }
-        if (!cycle.outage && cycle.claimed > 0) {
+      }
+      if (decided != null) {
+        pending = pending.and(decided.settlement());
+        if (!decided.outage()) {
           destinationUnavailableUntil = null;
         }
-        refreshStats();
-      } catch (Throwable e) { // the database (or anything else): charged to no row
-        if (stopping.getCount() == 0) {
-          return;
-        }
-        consecutiveDatabaseFailures++;
-        lastError = errorText(e);
-        if (lastError.contains("leased_by") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
-          LOG.error("outbox relay {}: table {} has no leased_by column: apply {} (Flyway does, as does"
-              + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
-              Outbox.LEASE_MIGRATION_RESOURCE);
-        }
-        if (lastError.contains("traceparent") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
-          LOG.error("outbox relay {}: table {} has no traceparent column: apply {} (Flyway does, as does"
-              + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
-              Outbox.TRACEPARENT_MIGRATION_RESOURCE);
-        }
-        if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
-          LOG.error("outbox relay {}: the batch failed ({} in a row), no row charged, retrying in {}: {}",
-              name, consecutiveDatabaseFailures, pollInterval, errorText(e), e);
-        }
-        wait = pollInterval;
-      }
-      if (!wait.isNegative() && !wait.isZero()) {
-        try {
-          stopping.await(wait.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-          return;
+        if (decided.interrupted()) {
+          Thread.currentThread().interrupt();
         }
       }
-      if (Thread.currentThread().isInterrupted()) {
+      if (failed && stop) {
+        Settlement s = pending;
+        LOG.warn("outbox relay {}: closing with the marks of {} row(s) unwritten (the database failed); they"
+            + " come back when their lease ends", name, s.sent().size() + s.charges().size() + s.left().size());
         return;
       }
+      if (!failed) {
+        try {
+          refreshStats();
+        } catch (Throwable e) { // the stats query: charged to no row, nothing to write again
+          failed = true;
+          databaseFailed(e);
+        }
+      }
+      if (failed && !pause(pollInterval)) {
+        Thread.currentThread().interrupt(); // the next turn writes what it can, then ends
+      }
+    }
+  }
+
+  /**
+   * {@link #publishAndDecide}, surviving anything it throws (not expected: a publisher's
+   * throwables are the rows' results): the batch is then left due, uncharged.
+   */
+  private Decided publishGuarded(List<OutboxMessage> batch, long claimedAt) {
+    try {
+      return publishAndDecide(batch, claimedAt);
+    } catch (Throwable e) {
+      lastError = "batch from row " + batch.get(0).id() + ": " + errorText(e);
+      LOG.error("outbox relay {}: publishing a batch of {} rows from outbox row {} failed; left due, no row"
+          + " charged", name, batch.size(), batch.get(0).id(), e);
+      return new Decided(Settlement.NONE.releasing(batch), false, Thread.interrupted());
+    }
+  }
+
+  /**
+   * Whether to claim the next batch while {@code batch} publishes: unless every row of it has one
+   * ordering key (a hot key draining: the claim could take no row of that key, all leased, and
+   * most likely finds nothing else; its next rows are claimed in the round that marks it).
+   */
+  private static boolean overlaps(List<OutboxMessage> batch) {
+    String key = batch.get(0).orderingKey();
+    for (OutboxMessage m : batch) {
+      if (m.orderingKey() == null || !m.orderingKey().equals(key)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Waits for the round; an interrupt meanwhile (a shutdown) is kept for after it. */
+  private static <T> T await(Future<T> round) throws Throwable {
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return round.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          throw e.getCause() == null ? e : e.getCause();
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Waits {@code wait} or until closed; {@code false} when interrupted. */
+  private boolean pause(Duration wait) {
+    try {
+      stopping.await(wait.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (InterruptedException e) {
+      return false;
+    }
+  }
+
+  /** A failed round: logged (1st, 2nd, 4th … failure in a row), charged to no row. */
+  private void databaseFailed(Throwable e) {
+    consecutiveDatabaseFailures++;
+    lastError = errorText(e);
+    if (lastError.contains("leased_by") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+      LOG.error("outbox relay {}: table {} has no leased_by column: apply {} (Flyway does, as does"
+          + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+          Outbox.LEASE_MIGRATION_RESOURCE);
+    }
+    if (lastError.contains("traceparent") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+      LOG.error("outbox relay {}: table {} has no traceparent column: apply {} (Flyway does, as does"
+          + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+          Outbox.TRACEPARENT_MIGRATION_RESOURCE);
+    }
+    if (Integer.bitCount(consecutiveDatabaseFailures) == 1) { // 1, 2, 4, 8 …: visible, not a flood
+      LOG.error("outbox relay {}: the batch failed ({} in a row), no row charged, retrying in {}: {}",
+          name, consecutiveDatabaseFailures, pollInterval, errorText(e), e);
     }
   }
 

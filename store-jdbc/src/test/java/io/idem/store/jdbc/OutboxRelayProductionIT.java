@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.RetryPolicy;
 import io.idem.spi.OutboxMessage;
+import io.idem.spi.OutboxPublishResult;
 import io.idem.spi.OutboxPublisher;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -19,6 +20,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ibatis.mapping.BoundSql;
 import org.apache.ibatis.mapping.ParameterMapping;
@@ -73,6 +76,48 @@ class OutboxRelayProductionIT {
     relays.add(relay);
     relay.start();
     return relay;
+  }
+
+  /** What a publisher taking whole batches does with one; every row of it is then sent. */
+  private interface BatchBody {
+    void accept(List<OutboxMessage> batch) throws Exception;
+  }
+
+  /** A publisher that takes whole batches only ({@code publish} is not called). */
+  private static OutboxPublisher batchesOnly(BatchBody body) {
+    return new OutboxPublisher() {
+      @Override
+      public void publish(OutboxMessage message) {
+        throw new AssertionError("publishAll is used");
+      }
+
+      @Override
+      public List<OutboxPublishResult> publishAll(List<OutboxMessage> batch) throws Exception {
+        body.accept(batch);
+        return batch.stream().map(OutboxPublishResult::sent).toList();
+      }
+    };
+  }
+
+  private static String idList(List<OutboxMessage> batch) {
+    return batch.stream().map(m -> String.valueOf(m.id())).reduce((a, b) -> a + "," + b).orElseThrow();
+  }
+
+  /**
+   * Waits up to {@code wait} for unsent rows leased outside {@code ids} (a batch claimed beside
+   * the one in flight); whether there are.
+   */
+  private boolean leasedBeside(String ids, Duration wait) throws Exception {
+    String sql = "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN ("
+        + ids + ")";
+    long deadline = System.nanoTime() + wait.toNanos();
+    while (StoreTests.count(pool, sql) == 0) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(5);
+    }
+    return true;
   }
 
   private static int recurse(int depth) {
@@ -245,6 +290,108 @@ class OutboxRelayProductionIT {
     await().atMost(Duration.ofSeconds(30)).until(() ->
         StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL") == 0);
     assertThat(relay.claimCount()).as("4 batches of 50 and the empty claim before the sleep").isLessThanOrEqualTo(5);
+  }
+
+  /**
+   * Pipelining: while a batch is in flight the relay claims the next one, and that claim takes
+   * no row of a key with a row in flight (leased: its head is not due); the rows of a batch are
+   * still unsent while the publisher holds them (marked only once confirmed); publishAll calls
+   * never overlap; every key's rows go out in id order, each once.
+   */
+  @Test
+  void theNextBatchIsClaimedWhileOneIsInFlightWithoutItsKeys() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      entries.add(entry(String.format("pipe-%03d", i), i % 3 == 0 ? null : "key-" + (i % 5)));
+    }
+    enqueue(entries);
+    List<OutboxMessage> published = new CopyOnWriteArrayList<>();
+    List<String> problems = new CopyOnWriteArrayList<>();
+    AtomicLong inFlight = new AtomicLong();
+    AtomicLong overlappedClaims = new AtomicLong();
+    OutboxPublisher publisher = batchesOnly(batch -> {
+      if (inFlight.incrementAndGet() != 1) {
+        problems.add("two publishAll calls at once");
+      }
+      List<Long> ids = batch.stream().map(OutboxMessage::id).toList();
+      String idList = idList(batch);
+      if (StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND id IN (" + idList + ")")
+          != batch.size()) {
+        problems.add("a row of the batch in flight is marked sent already: " + ids);
+      }
+      // Rows leased now that were never handed to the publisher: the next batch, claimed
+      // while this one is in flight. Hold the batch until it is there (or 5 s: none was due).
+      String seen = published.stream().map(m -> String.valueOf(m.id())).reduce(idList, (a, b) -> a + "," + b);
+      String next = "FROM idem_outbox WHERE leased_by IS NOT NULL AND sent_at IS NULL AND id NOT IN (" + seen + ")";
+      if (leasedBeside(seen, Duration.ofSeconds(5))) {
+        overlappedClaims.incrementAndGet();
+        List<String> keys = batch.stream().map(OutboxMessage::orderingKey).filter(k -> k != null).distinct()
+            .map(k -> "'" + k + "'").toList();
+        if (!keys.isEmpty() && StoreTests.count(pool, "SELECT count(*) " + next
+            + " AND ordering_key IN (" + String.join(",", keys) + ")") > 0) {
+          problems.add("a key of the batch in flight was claimed again: " + keys);
+        }
+      }
+      published.addAll(batch);
+      inFlight.decrementAndGet();
+    });
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(8)
+        .pollInterval(Duration.ofMillis(50)).name("pipelined-relay").build());
+
+    await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() ->
+        StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL") == 0);
+    assertThat(problems).isEmpty();
+    assertThat(overlappedClaims.get()).as("claims made while a batch was in flight").isPositive();
+    assertThat(published).extracting(OutboxMessage::idempotencyKey).doesNotHaveDuplicates().hasSize(60);
+    Map<String, List<Long>> perKey = new HashMap<>();
+    for (OutboxMessage m : published) {
+      if (m.orderingKey() != null) {
+        perKey.computeIfAbsent(m.orderingKey(), k -> new ArrayList<>()).add(m.id());
+      }
+    }
+    assertThat(perKey).hasSize(5).allSatisfy((key, ids) -> assertThat(ids).as(key).isSorted());
+    await().atMost(Duration.ofSeconds(10)).until(() -> relay.lastStats().published() == 60);
+  }
+
+  /**
+   * close() while a batch is in flight and the next one is claimed beside it: the batch in flight
+   * is finished and marked sent, the claimed one is released (due again, nothing charged), and
+   * no row stays leased.
+   */
+  @Test
+  void closeMarksTheBatchInFlightAndReleasesTheOneClaimedBesideIt() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      entries.add(entry(String.format("close-%03d", i), null));
+    }
+    enqueue(entries);
+    CountDownLatch nextClaimed = new CountDownLatch(1);
+    CountDownLatch closed = new CountDownLatch(1);
+    List<OutboxMessage> published = new CopyOnWriteArrayList<>();
+    OutboxPublisher publisher = batchesOnly(batch -> {
+      String ids = idList(batch);
+      if (leasedBeside(ids, Duration.ofSeconds(10))) {
+        nextClaimed.countDown();
+      }
+      closed.await(10, TimeUnit.SECONDS); // still in flight when close() is called
+      published.addAll(batch);
+    });
+    OutboxRelay relay = started(OutboxRelay.builder(sessions, publisher).batchSize(10)
+        .pollInterval(Duration.ofMillis(50)).name("closing-relay").build());
+    assertThat(nextClaimed.await(20, TimeUnit.SECONDS)).isTrue();
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL"))
+        .as("the batch in flight and the one claimed beside it").isEqualTo(20);
+    Thread closer = new Thread(relay::close);
+    closer.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !relay.isRunning());
+    closed.countDown();
+    closer.join(Duration.ofSeconds(30).toMillis());
+    assertThat(closer.isAlive()).isFalse();
+    assertThat(published).hasSize(10);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NOT NULL")).isEqualTo(10);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE leased_by IS NOT NULL")).isZero();
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NULL AND attempts = 0"
+        + " AND parked_at IS NULL AND next_attempt_at <= now()")).as("due again, uncharged").isEqualTo(30);
   }
 
   /**
