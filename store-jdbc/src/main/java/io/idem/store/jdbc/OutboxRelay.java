@@ -8,7 +8,6 @@ import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Settings;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -106,6 +105,8 @@ public final class OutboxRelay implements AutoCloseable {
   public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(1);
   /** Longest stored error text, in characters: {@value}. */
   static final int MAX_ERROR_LENGTH = 2000;
+  /** MariaDB: how long a claim waits for another relay's claim lock (GET_LOCK), in seconds. */
+  static final int CLAIM_LOCK_WAIT_SECONDS = 30;
   /** The advisory lock class of the claim lock (the table's name hash is the other half). */
   private static final int CLAIM_LOCK_CLASS = 0x1de0_0b0c;
 
@@ -144,6 +145,8 @@ public final class OutboxRelay implements AutoCloseable {
   /** The last ordering key the previous claim visited; the next claim goes on after it. */
   private volatile @Nullable String keyCursor;
   private long nextStatsNanos;
+  /** The table's database, read once from the first claim's connection. */
+  private volatile @Nullable Dialect dialect;
 
   private OutboxRelay(Builder b) {
     this.sessions = b.sessions;
@@ -449,22 +452,31 @@ public final class OutboxRelay implements AutoCloseable {
     List<Map<String, Object>> rows;
     try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
       String ns = outbox.namespace(session);
-      session.selectOne(ns + ".claimLock", Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName()));
-      Map<String, Object> headParams = new HashMap<>();
-      headParams.put("after", keyCursor);
-      headParams.put("maxKeys", batchSize);
-      List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
-      List<String> keys = new ArrayList<>();
-      for (Map<String, Object> head : heads) {
-        if (Boolean.TRUE.equals(head.get("due"))) {
-          keys.add((String) head.get("orderingKey"));
+      Dialect dialect = dialect(session);
+      Map<String, Object> lock = Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName(),
+          "waitSeconds", CLAIM_LOCK_WAIT_SECONDS);
+      if (dialect == Dialect.MARIADB) {
+        session.update(ns + ".claimIsolation");
+        Integer taken = session.selectOne(ns + ".claimLock", lock);
+        if (taken == null || taken != 1) {
+          throw new IllegalStateException("another relay of " + outbox.tableName() + " held the claim lock for"
+              + " more than " + CLAIM_LOCK_WAIT_SECONDS + " s");
         }
+        try {
+          rows = claimIn(session, ns, dialect);
+        } catch (RuntimeException e) {
+          try {
+            session.selectOne(ns + ".claimUnlock", lock);
+          } catch (RuntimeException alsoFailed) { // a lost connection takes its named lock with it
+            e.addSuppressed(alsoFailed);
+          }
+          throw e;
+        }
+        session.selectOne(ns + ".claimUnlock", lock); // after the COMMIT
+      } else {
+        session.selectOne(ns + ".claimLock", lock);
+        rows = claimIn(session, ns, dialect);
       }
-      rows = session.selectList(ns + ".claim", Map.of("keys", keys, "maxRows", batchSize,
-          "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken));
-      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
-      claims.incrementAndGet();
-      keyCursor = heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey");
     }
     List<OutboxMessage> batch = new ArrayList<>(rows.size());
     for (Map<String, Object> row : rows) {
@@ -472,6 +484,57 @@ public final class OutboxRelay implements AutoCloseable {
     }
     batch.sort(Comparator.comparingLong(OutboxMessage::id));
     return batch;
+  }
+
+  /**
+   * The heads, the rows and their lease, committed (rolled back on a failure). PostgreSQL leases
+   * the rows in the claim statement itself ({@code UPDATE … RETURNING}); MariaDB has no {@code
+   * UPDATE … RETURNING}, so its claim reads the rows and {@code lease} writes the lease by primary
+   * key in the same transaction.
+   */
+  private List<Map<String, Object>> claimIn(SqlSession session, String ns, Dialect dialect) {
+    try {
+      Map<String, Object> headParams = new HashMap<>();
+      headParams.put("after", keyCursor);
+      headParams.put("maxKeys", batchSize);
+      List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
+      List<String> keys = new ArrayList<>();
+      for (Map<String, Object> head : heads) {
+        Object due = head.get("due"); // PostgreSQL: a boolean; MariaDB: 1 or 0
+        if (Boolean.TRUE.equals(due) || (due instanceof Number n && n.intValue() == 1)) {
+          keys.add((String) head.get("orderingKey"));
+        }
+      }
+      Map<String, Object> params = Map.of("keys", keys, "maxRows", batchSize,
+          "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken);
+      List<Map<String, Object>> rows = session.selectList(ns + ".claim", params);
+      if (dialect == Dialect.MARIADB && !rows.isEmpty()) {
+        List<Long> ids = rows.stream().map(r -> Rows.requiredLong(r, "id")).toList();
+        session.update(ns + ".lease", Map.of("ids", ids, "leaseMillis", leaseDuration.toMillis(),
+            "relay", leaseToken));
+      }
+      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
+      claims.incrementAndGet();
+      keyCursor = heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey");
+      return rows;
+    } catch (RuntimeException e) {
+      try {
+        session.rollback(true);
+      } catch (RuntimeException alsoFailed) {
+        e.addSuppressed(alsoFailed);
+      }
+      throw e;
+    }
+  }
+
+  /** The database of the relay's table, read from the first session's connection. */
+  private Dialect dialect(SqlSession session) {
+    Dialect d = dialect;
+    if (d == null) {
+      d = Outbox.dialect(session);
+      dialect = d;
+    }
+    return d;
   }
 
   /**
@@ -486,11 +549,11 @@ public final class OutboxRelay implements AutoCloseable {
       if (row == null) {
         throw new IllegalStateException("the outbox stats query of " + tableName() + " returned no row");
       }
-      OffsetDateTime now = Rows.required(row, "now", OffsetDateTime.class);
-      OffsetDateTime oldest = Rows.optional(row, "oldest", OffsetDateTime.class);
+      Instant now = Rows.requiredInstant(row, "now");
+      Instant oldest = Rows.optionalInstant(row, "oldest");
       OutboxStats stats = new OutboxStats(Rows.requiredLong(row, "backlog"),
           oldest == null ? Duration.ZERO : Duration.between(oldest, now), Rows.requiredLong(row, "parked"),
-          published.get(), failures.get(), now.toInstant());
+          published.get(), failures.get(), now);
       lastStats.set(stats);
       return stats;
     }
@@ -647,7 +710,7 @@ public final class OutboxRelay implements AutoCloseable {
     return new OutboxMessage(Rows.requiredLong(row, "id"), Rows.required(row, "key", String.class),
         Rows.required(row, "destination", String.class), Rows.optional(row, "orderingKey", String.class),
         Rows.required(row, "payload", byte[].class), Outbox.headersFromJson(Rows.required(row, "headers", String.class)),
-        (int) Rows.requiredLong(row, "attempts") + 1, Rows.required(row, "enqueuedAt", OffsetDateTime.class).toInstant(),
+        (int) Rows.requiredLong(row, "attempts") + 1, Rows.requiredInstant(row, "enqueuedAt"),
         Rows.optional(row, "traceparent", String.class));
   }
 

@@ -18,6 +18,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -37,16 +38,33 @@ import org.junit.jupiter.api.Test;
 /**
  * The outbox on the real PostgreSQL: enqueue joins the handler's transaction; the relay publishes
  * and marks sent; two relays never hold one row at once; failures back off and park with the
- * reason; order per ordering key; the counts. Each test has a schema of its own.
+ * reason; order per ordering key; the counts; sent rows purged in batches. Each test has a schema
+ * of its own. {@link MariaDbOutboxRelayIT} runs every test on MariaDB (the database-specific SQL of
+ * the test is in the three methods it overrides).
  */
 class OutboxRelayIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
   private HikariDataSource pool;
   private SqlSessionFactory sessions;
 
+  /** A pool on a new, empty schema (MariaDB: database) of this test's server. */
+  HikariDataSource newPool() {
+    return StoreTests.pool(StoreTests.newSchema("outbox"), "idem-outbox-it", null, c -> c.setMaximumPoolSize(6));
+  }
+
+  /** The database's clock, in its SQL (MariaDB: UTC_TIMESTAMP(6), the table's times are UTC). */
+  String now() {
+    return "now()";
+  }
+
+  /** Milliseconds from now until the row's next_attempt_at, in the database's SQL. */
+  String dueInMillis() {
+    return "extract(epoch FROM next_attempt_at - now()) * 1000";
+  }
+
   @BeforeEach
   void setUp() {
-    pool = StoreTests.pool(StoreTests.newSchema("outbox"), "idem-outbox-it", null, c -> c.setMaximumPoolSize(6));
+    pool = newPool();
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -90,21 +108,23 @@ class OutboxRelayIT {
   private Map<String, Object> row(String key) throws Exception {
     try (Connection c = pool.getConnection(); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT id, attempts, sent_at IS NOT NULL AS sent,"
-            + " parked_at IS NOT NULL AS parked, last_error,"
-            + " extract(epoch FROM next_attempt_at - now()) * 1000 AS due_in_ms"
+            + " parked_at IS NOT NULL AS parked, last_error, " + dueInMillis() + " AS due_in_ms"
             + " FROM idem_outbox WHERE idempotency_key = '" + key + "'")) {
       assertThat(rs.next()).as("row " + key).isTrue();
       Map<String, Object> row = new HashMap<>();
-      for (String col : List.of("id", "attempts", "sent", "parked", "last_error", "due_in_ms")) {
-        row.put(col, rs.getObject(col));
-      }
+      row.put("id", rs.getLong("id"));
+      row.put("attempts", rs.getInt("attempts"));
+      row.put("sent", rs.getBoolean("sent")); // MariaDB answers 1 or 0
+      row.put("parked", rs.getBoolean("parked"));
+      row.put("last_error", rs.getString("last_error"));
+      row.put("due_in_ms", rs.getDouble("due_in_ms"));
       return row;
     }
   }
 
   /** Every backoff over: the clock moved on, without waiting for it. */
   private void fastForward() throws Exception {
-    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = now() WHERE sent_at IS NULL");
+    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = " + now() + " WHERE sent_at IS NULL");
   }
 
   private OutboxRelay.Builder relay(OutboxPublisher publisher) {
@@ -367,5 +387,35 @@ class OutboxRelayIT {
     assertThat(registry.get("idem.outbox.parked").gauge().value()).isEqualTo(1.0);
     assertThat(registry.get("idem.outbox.oldest.unsent.age").gauge().value()).isPositive();
     assertThat(registry.get("idem.outbox.failures").functionCounter().count()).isEqualTo(2.0);
+  }
+
+  /**
+   * Retention of sent rows: purgeSent deletes only rows sent before the cutoff (unsent and parked
+   * rows stay whatever their age), at most maxRows per call, in the caller's transaction.
+   */
+  @Test
+  void purgeSentDeletesOnlyRowsSentBeforeTheCutoffInBoundedBatches() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 25; i++) {
+      entries.add(entry("sent-" + i, null));
+    }
+    entries.add(entry("unsent", null));
+    enqueue(entries.toArray(OutboxEntry[]::new));
+    StoreTests.execute(pool, "UPDATE idem_outbox SET sent_at = enqueued_at WHERE idempotency_key LIKE 'sent-%'",
+        "UPDATE idem_outbox SET parked_at = enqueued_at WHERE idempotency_key = 'unsent'");
+    Instant cutoff = Instant.now().plusSeconds(60); // every sent row is older than the cutoff
+    List<Integer> batches = new ArrayList<>();
+    try (SqlSession session = sessions.openSession(false)) {
+      for (int deleted = -1; deleted != 0; ) {
+        deleted = OUTBOX.purgeSent(session, cutoff, 10);
+        batches.add(deleted);
+        session.commit();
+      }
+      assertThat(OUTBOX.purgeSent(session, Instant.now().minusSeconds(3600), 10))
+          .as("nothing was sent an hour ago").isZero();
+    }
+    assertThat(batches).containsExactly(10, 10, 5, 0);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox")).isEqualTo(1);
+    assertThat(row("unsent")).containsEntry("parked", true);
   }
 }
