@@ -1,8 +1,5 @@
 package io.idem.store.jdbc;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.idem.fixtures.MariaDbFixture;
-
 /**
  * Every test of {@link OutboxRelayIT} on the real MariaDB (a database of its own per test): the
  * outbox's MariaDB scripts, enqueue's duplicate (error 1062 on the unique key, the handler's
@@ -11,17 +8,7 @@ import io.idem.fixtures.MariaDbFixture;
  */
 class MariaDbOutboxRelayIT extends OutboxRelayIT {
   @Override
-  HikariDataSource newPool() {
-    return MariaDbFixture.shared().newDatabase("outbox");
-  }
-
-  @Override
-  String now() {
-    return "UTC_TIMESTAMP(6)";
-  }
-
-  @Override
-  String dueInMillis() {
-    return "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), next_attempt_at) / 1000";
+  OutboxTestDatabase database() {
+    return OutboxTestDatabase.MARIADB;
   }
 }

@@ -39,32 +39,22 @@ import org.junit.jupiter.api.Test;
  * The outbox on the real PostgreSQL: enqueue joins the handler's transaction; the relay publishes
  * and marks sent; two relays never hold one row at once; failures back off and park with the
  * reason; order per ordering key; the counts; sent rows purged in batches. Each test has a schema
- * of its own. {@link MariaDbOutboxRelayIT} runs every test on MariaDB (the database-specific SQL of
- * the test is in the three methods it overrides).
+ * of its own. {@link MariaDbOutboxRelayIT} runs every test on MariaDB (the test's own SQL that
+ * differs there is in {@link OutboxTestDatabase}).
  */
 class OutboxRelayIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
   private HikariDataSource pool;
   private SqlSessionFactory sessions;
 
-  /** A pool on a new, empty schema (MariaDB: database) of this test's server. */
-  HikariDataSource newPool() {
-    return StoreTests.pool(StoreTests.newSchema("outbox"), "idem-outbox-it", null, c -> c.setMaximumPoolSize(6));
-  }
-
-  /** The database's clock, in its SQL (MariaDB: UTC_TIMESTAMP(6), the table's times are UTC). */
-  String now() {
-    return "now()";
-  }
-
-  /** Milliseconds from now until the row's next_attempt_at, in the database's SQL. */
-  String dueInMillis() {
-    return "extract(epoch FROM next_attempt_at - now()) * 1000";
+  /** The database of the test (MariaDbOutboxRelayIT: MariaDB). */
+  OutboxTestDatabase database() {
+    return OutboxTestDatabase.POSTGRESQL;
   }
 
   @BeforeEach
   void setUp() {
-    pool = newPool();
+    pool = database().newPool("outbox", "idem-outbox-it");
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -108,7 +98,7 @@ class OutboxRelayIT {
   private Map<String, Object> row(String key) throws Exception {
     try (Connection c = pool.getConnection(); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT id, attempts, sent_at IS NOT NULL AS sent,"
-            + " parked_at IS NOT NULL AS parked, last_error, " + dueInMillis() + " AS due_in_ms"
+            + " parked_at IS NOT NULL AS parked, last_error, " + database().dueInMillis() + " AS due_in_ms"
             + " FROM idem_outbox WHERE idempotency_key = '" + key + "'")) {
       assertThat(rs.next()).as("row " + key).isTrue();
       Map<String, Object> row = new HashMap<>();
@@ -124,7 +114,7 @@ class OutboxRelayIT {
 
   /** Every backoff over: the clock moved on, without waiting for it. */
   private void fastForward() throws Exception {
-    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = " + now() + " WHERE sent_at IS NULL");
+    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = " + database().now() + " WHERE sent_at IS NULL");
   }
 
   private OutboxRelay.Builder relay(OutboxPublisher publisher) {
@@ -171,13 +161,15 @@ class OutboxRelayIT {
   }
 
   @Test
-  void enqueueingTheSameDestinationAndKeyTwiceWritesOneRow() {
+  void enqueueingTheSameDestinationAndKeyTwiceWritesOneRow() throws Exception {
     try (SqlSession session = sessions.openSession(false)) {
       assertThat(OUTBOX.enqueue(session, entry("k", null))).isTrue();
       assertThat(OUTBOX.enqueue(session, entry("k", null))).isFalse();
       assertThat(OUTBOX.enqueue(session, new OutboxEntry("k", "emails", null, new byte[0], Map.of()))).isTrue();
       session.commit();
     }
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox"))
+        .as("the transaction went on after the refused duplicate: both rows committed").isEqualTo(2);
   }
 
   @Test
@@ -387,6 +379,33 @@ class OutboxRelayIT {
     assertThat(registry.get("idem.outbox.parked").gauge().value()).isEqualTo(1.0);
     assertThat(registry.get("idem.outbox.oldest.unsent.age").gauge().value()).isPositive();
     assertThat(registry.get("idem.outbox.failures").functionCounter().count()).isEqualTo(2.0);
+  }
+
+  /**
+   * More ordering keys than a claim visits (batchSize 10, 25 keys of 2 rows): the claims walk the
+   * keys in turn from the last one visited, every row goes out once, each key in id order.
+   */
+  @Test
+  void moreKeysThanAClaimVisitsAreWalkedInTurnAndEachKeyKeepsItsOrder() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int round = 0; round < 2; round++) {
+      for (int k = 0; k < 25; k++) {
+        entries.add(entry(String.format("k%02d-%d", k, round), String.format("key-%02d", k)));
+      }
+    }
+    enqueue(entries.toArray(OutboxEntry[]::new));
+    RecordingPublisher publisher = new RecordingPublisher();
+    OutboxRelay relay = relay(publisher).build();
+    for (int claims = 0; claims < 20 && publisher.published.size() < 50; claims++) {
+      relay.relayOnce();
+    }
+    assertThat(publisher.published).extracting(OutboxMessage::id).doesNotHaveDuplicates().hasSize(50);
+    Map<String, Long> lastIdPerKey = new HashMap<>();
+    for (OutboxMessage m : publisher.published) {
+      Long previous = lastIdPerKey.put(m.orderingKey(), m.id());
+      assertThat(previous == null || previous < m.id()).as("order of " + m.orderingKey()).isTrue();
+    }
+    assertThat(lastIdPerKey).hasSize(25);
   }
 
   /**
