@@ -44,6 +44,7 @@ import org.junit.jupiter.api.Test;
  */
 class OutboxRelayIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
+  private static final String APPLICATION = "idem-outbox-it";
   private HikariDataSource pool;
   private SqlSessionFactory sessions;
 
@@ -54,7 +55,7 @@ class OutboxRelayIT {
 
   @BeforeEach
   void setUp() {
-    pool = database().newPool("outbox", "idem-outbox-it");
+    pool = database().newPool("outbox", APPLICATION);
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -170,6 +171,47 @@ class OutboxRelayIT {
     }
     assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox"))
         .as("the transaction went on after the refused duplicate: both rows committed").isEqualTo(2);
+  }
+
+  /**
+   * Two transactions enqueue one (destination, key) at once: the second waits for the first (the
+   * unique key; MariaDB: InnoDB's duplicate check), then writes nothing when the first committed
+   * and its own transaction goes on (MariaDB: the 1062 rolled back that statement only), or
+   * writes the row when the first rolled back.
+   */
+  @Test
+  void aRacingEnqueueOfOneKeyWaitsForTheFirstAndWritesOnlyWhenItRolledBack() throws Exception {
+    for (boolean firstCommits : new boolean[] {true, false}) {
+      String key = "race-" + firstCommits;
+      java.util.concurrent.ExecutorService racer = java.util.concurrent.Executors.newSingleThreadExecutor();
+      try (SqlSession first = sessions.openSession(false)) {
+        assertThat(OUTBOX.enqueue(first, entry(key, null))).isTrue();
+        java.util.concurrent.Future<Boolean> second = racer.submit(() -> {
+          try (SqlSession session = sessions.openSession(false)) {
+            boolean written = OUTBOX.enqueue(session, entry(key, null));
+            assertThat(OUTBOX.enqueue(session, entry(key + "-after", null))).isTrue();
+            session.commit();
+            return written;
+          }
+        });
+        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+            .until(() -> second.isDone() || StoreTests.count(pool, database().lockWaits(APPLICATION)) > 0);
+        assertThat(second.isDone()).as("the second enqueue waits for the first transaction").isFalse();
+        if (firstCommits) {
+          first.commit();
+        } else {
+          first.rollback(true);
+        }
+        assertThat(second.get(20, TimeUnit.SECONDS)).as("written by the second (first commits: %s)", firstCommits)
+            .isEqualTo(!firstCommits);
+      } finally {
+        racer.shutdownNow();
+      }
+      assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE idempotency_key = '" + key + "'"))
+          .isEqualTo(1);
+      assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE idempotency_key = '" + key + "-after'"))
+          .as("the second transaction went on and committed").isEqualTo(1);
+    }
   }
 
   @Test

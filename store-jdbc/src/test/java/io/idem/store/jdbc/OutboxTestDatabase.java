@@ -29,6 +29,12 @@ enum OutboxTestDatabase {
       return "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + applicationName
           + "' AND xact_start IS NOT NULL AND pid <> pg_backend_pid()";
     }
+
+    @Override
+    String lockWaits(String applicationName) {
+      return "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + applicationName
+          + "' AND wait_event_type = 'Lock'";
+    }
   },
 
   MARIADB {
@@ -54,6 +60,13 @@ enum OutboxTestDatabase {
       return "SELECT count(*) FROM information_schema.innodb_trx t JOIN information_schema.processlist p"
           + " ON p.id = t.trx_mysql_thread_id WHERE p.db = DATABASE() AND p.id <> CONNECTION_ID()";
     }
+
+    /** InnoDB's transactions on this test's database waiting for a row lock. */
+    @Override
+    String lockWaits(String applicationName) {
+      return "SELECT count(*) FROM information_schema.innodb_trx t JOIN information_schema.processlist p"
+          + " ON p.id = t.trx_mysql_thread_id WHERE p.db = DATABASE() AND t.trx_state = 'LOCK WAIT'";
+    }
   };
 
   /** A pool on a new, empty schema (MariaDB: database). */
@@ -67,4 +80,7 @@ enum OutboxTestDatabase {
 
   /** How many transactions of the pool's other sessions are open now. */
   abstract String openTransactions(String applicationName);
+
+  /** How many sessions of the pool wait for a lock now. */
+  abstract String lockWaits(String applicationName);
 }
