@@ -38,7 +38,8 @@ import org.apache.ibatis.session.SqlSessionFactory;
  * }</pre>
  *
  * <p>Immutable and thread-safe; its statements are registered in the session's MyBatis {@code
- * Configuration} on first use.
+ * Configuration} on first use, those of the session's database (PostgreSQL or MariaDB, read from
+ * its connection: see docs/OUTBOX.md, "MariaDB").
  */
 public final class Outbox {
   /** The default table, {@value}. */
@@ -191,7 +192,8 @@ public final class Outbox {
    * Creates the outbox table {@code tableName} and its indexes when missing ({@link
    * #MIGRATION_RESOURCE}, {@link #LEASE_MIGRATION_RESOURCE} then {@link
    * #TRACEPARENT_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
-   * script).
+   * script; on MariaDB the same versions from {@code db/migration/idem-mariadb}, statement by
+   * statement under the named lock {@code idem_schema}: the database is read from the connection).
    *
    * @throws IllegalArgumentException when the name is not a plain identifier
    * @throws StoreUnavailableException when the database could not be reached or asked for a retry

@@ -42,7 +42,8 @@ import org.slf4j.LoggerFactory;
  *       back when their lease ends, and are published again with the same idempotency key, so the
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
  *       the one way a row is published twice. Claims are serialized across relays by a
- *       transaction-level advisory lock held for the claim's milliseconds.
+ *       transaction-level advisory lock held for the claim's milliseconds (MariaDB: a named lock,
+ *       {@code GET_LOCK}, released after the claim's COMMIT, the claim at READ COMMITTED).
  *   <li><b>Batches.</b> A publisher that overrides {@link OutboxPublisher#publishAll} gets the
  *       claimed batch in one call (it sends every row and waits once) and answers per row: the
  *       sent rows are marked in one statement, a failed row is charged as below (only its key's
