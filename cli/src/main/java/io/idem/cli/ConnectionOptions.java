@@ -96,7 +96,8 @@ final class ConnectionOptions {
   @Nullable String jmsPassword;
 
   @Option(names = "--jdbc-url", paramLabel = "URL", defaultValue = "${env:IDEM_JDBC_URL}",
-      description = "The processed-events store's PostgreSQL, jdbc:postgresql://host:5432/db[?currentSchema=s]"
+      description = "The processed-events store's database: PostgreSQL, jdbc:postgresql://host:5432/db[?currentSchema=s],"
+          + " or MariaDB, jdbc:mariadb://host:3306/db"
           + " (default: $IDEM_JDBC_URL). Needed to replay and discard.")
   @Nullable String jdbcUrl;
 
@@ -234,6 +235,9 @@ final class ConnectionOptions {
       throw new CliFailure(IdemCli.EXIT_USAGE, needs + " needs the processed-events store: give --jdbc-url (or"
           + " $IDEM_JDBC_URL)");
     }
+    if (url.startsWith("jdbc:mariadb:")) {
+      return mariaDbDataSource(url);
+    }
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setURL(url);
     if (blankToNull(jdbcUser) != null) {
@@ -245,6 +249,23 @@ final class ConnectionOptions {
     ds.setConnectTimeout(5);
     ds.setApplicationName("idem-cli");
     return ds;
+  }
+
+  /** MariaDB Connector/J on {@code url} (jdbc:mariadb://host:3306/db), a 5 s connect timeout. */
+  private DataSource mariaDbDataSource(String url) {
+    try {
+      org.mariadb.jdbc.MariaDbDataSource ds = new org.mariadb.jdbc.MariaDbDataSource(
+          url + (url.contains("?") ? "&" : "?") + "connectTimeout=5000");
+      if (blankToNull(jdbcUser) != null) {
+        ds.setUser(jdbcUser);
+      }
+      if (blankToNull(jdbcPassword) != null) {
+        ds.setPassword(jdbcPassword);
+      }
+      return ds;
+    } catch (java.sql.SQLException e) {
+      throw new CliFailure(IdemCli.EXIT_USAGE, "--jdbc-url " + url + " is not a MariaDB URL: " + e.getMessage());
+    }
   }
 
   DeadLetterDecisions decisions(DataSource ds) {

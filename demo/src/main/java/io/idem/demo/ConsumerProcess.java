@@ -13,7 +13,6 @@ import io.idem.RetryPolicy;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.store.jdbc.Outbox;
 import io.idem.fixtures.ChildJvm;
-import io.idem.fixtures.PostgresFixture;
 import io.idem.testkit.CrashInjector;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -108,10 +107,8 @@ public final class ConsumerProcess {
     List<String> allJvmArgs = new ArrayList<>(List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false",
         "-Didem.fixtures.announce=false"));
     allJvmArgs.addAll(jvmArgs);
-    PostgresFixture pg = PostgresFixture.shared();
-    return ChildJvm.start(name, ConsumerProcess.class, allJvmArgs, args,
-        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
-            "IDEM_POSTGRES_PASSWORD", pg.password()),
+    allJvmArgs.addAll(DemoDatabase.childJvmArgs());
+    return ChildJvm.start(name, ConsumerProcess.class, allJvmArgs, args, DemoDatabase.childEnvironment(),
         line -> {
           if (!line.contains(OUTCOME_PREFIX)) {
             out.accept("  " + line);

@@ -3,6 +3,7 @@ package io.idem.demo;
 import io.idem.cli.IdemCli;
 import io.idem.deadletters.ActionResult;
 import io.idem.deadletters.DeadLetterListener;
+import io.idem.fixtures.MariaDbFixture;
 import io.idem.fixtures.PostgresFixture;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -53,12 +54,23 @@ public final class DeadLetterTool {
     if (broker.name().equals("sqs")) {
       args.add("--source=" + destination);
     }
-    PostgresFixture pg = PostgresFixture.shared();
-    String url = pg.jdbcUrl();
-    args.add("--jdbc-url=" + url + (url.contains("?") ? "&" : "?") + "currentSchema=" + schema);
-    args.add("--jdbc-user=" + pg.user());
-    if (!pg.password().isEmpty()) {
-      args.add("--jdbc-password=" + pg.password());
+    String user;
+    String password;
+    if (DemoDatabase.mariadb()) {
+      MariaDbFixture mariadb = MariaDbFixture.shared();
+      args.add("--jdbc-url=" + mariadb.jdbcUrl(schema));
+      user = mariadb.user();
+      password = mariadb.password();
+    } else {
+      PostgresFixture pg = PostgresFixture.shared();
+      String url = pg.jdbcUrl();
+      args.add("--jdbc-url=" + url + (url.contains("?") ? "&" : "?") + "currentSchema=" + schema);
+      user = pg.user();
+      password = pg.password();
+    }
+    args.add("--jdbc-user=" + user);
+    if (!password.isEmpty()) {
+      args.add("--jdbc-password=" + password);
     }
     args.add("--create-actions-table");
     return args;

@@ -1,6 +1,7 @@
 package io.idem.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.idem.fixtures.MariaDbFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.store.jdbc.Outbox;
 import io.idem.store.jdbc.ProcessedEventsSchema;
@@ -10,6 +11,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -17,13 +22,20 @@ import org.apache.ibatis.session.SqlSessionFactoryBuilder;
 import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
 
 /**
- * The demo's PostgreSQL schema: Idem's processed-events table, the business table
+ * The demo's database — a PostgreSQL schema, or a MariaDB database with {@code --database
+ * mariadb} ({@link #kind()}): Idem's processed-events table, the business table
  * {@code demo_payments} (deliberately without a unique constraint, so a doubled effect shows up as
  * a second row) and the list of published order ids, for the ledger; for the receipts, Idem's
  * outbox table {@value Outbox#DEFAULT_TABLE} and the downstream consumer's table
- * {@code demo_receipts} (no unique constraint either).
+ * {@code demo_receipts} (no unique constraint either). The same Idem code runs on both: the store
+ * and the outbox read the database from the connection.
  */
 final class DemoDatabase implements AutoCloseable {
+  /** The system property naming the demo's database, {@value}: postgresql (default) or mariadb. */
+  static final String DATABASE_PROPERTY = "idem.demo.database";
+  /** The databases the demo runs on. */
+  static final List<String> KINDS = List.of("postgresql", "mariadb");
+
   final String schema;
   final HikariDataSource dataSource;
 
@@ -32,21 +44,59 @@ final class DemoDatabase implements AutoCloseable {
     this.dataSource = dataSource;
   }
 
-  /** Creates a fresh schema with the demo's tables. */
-  static DemoDatabase create(String schema) {
+  /** {@value #DATABASE_PROPERTY}: {@code postgresql} or {@code mariadb}. */
+  static String kind() {
+    return System.getProperty(DATABASE_PROPERTY, "postgresql").toLowerCase(Locale.ROOT);
+  }
+
+  static boolean mariadb() {
+    return kind().equals("mariadb");
+  }
+
+  /** The database, as the ledger's first line says it: {@code MariaDB database x on …}. */
+  static String describe(String schema) {
+    return mariadb() ? "MariaDB database " + schema + " on " + MariaDbFixture.shared().origin()
+        : "PostgreSQL schema " + schema + " on " + PostgresFixture.shared().origin();
+  }
+
+  /** The JVM arguments a child process (consumer, relay) needs to use the same database. */
+  static List<String> childJvmArgs() {
+    return List.of("-D" + DATABASE_PROPERTY + "=" + kind());
+  }
+
+  /** The environment a child process needs to find the same server. */
+  static Map<String, String> childEnvironment() {
+    if (mariadb()) {
+      MariaDbFixture m = MariaDbFixture.shared();
+      return Map.of("IDEM_MARIADB_URL", m.jdbcUrl(), "IDEM_MARIADB_USER", m.user(), "IDEM_MARIADB_PASSWORD", m.password());
+    }
     PostgresFixture pg = PostgresFixture.shared();
-    pg.createSchema(schema);
-    HikariDataSource ds = pg.dataSource(schema, 4);
+    return Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
+        "IDEM_POSTGRES_PASSWORD", pg.password());
+  }
+
+  /** Creates a fresh schema (MariaDB: database) with the demo's tables. */
+  static DemoDatabase create(String schema) {
+    HikariDataSource ds;
+    boolean mariadb = mariadb();
+    if (mariadb) {
+      MariaDbFixture.shared().createDatabase(schema);
+      ds = MariaDbFixture.shared().dataSource(schema, 4);
+    } else {
+      PostgresFixture.shared().createSchema(schema);
+      ds = PostgresFixture.shared().dataSource(schema, 4);
+    }
+    // MariaDB: order ids compared exactly (utf8mb4_nopad_bin), times in UTC
+    String id = mariadb ? "id bigint AUTO_INCREMENT PRIMARY KEY" : "id bigserial PRIMARY KEY";
+    String text = mariadb ? "varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin" : "text";
+    String now = mariadb ? "datetime(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))" : "timestamptz NOT NULL DEFAULT clock_timestamp()";
     try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CREATE TABLE IF NOT EXISTS demo_payments (id bigserial PRIMARY KEY,"
-          + " order_id text NOT NULL, amount_cents bigint NOT NULL,"
-          + " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-      s.execute("CREATE INDEX IF NOT EXISTS demo_payments_order_idx ON demo_payments (order_id)");
-      s.execute("CREATE TABLE IF NOT EXISTS demo_published (order_id text PRIMARY KEY)");
-      s.execute("CREATE TABLE IF NOT EXISTS demo_receipts (id bigserial PRIMARY KEY,"
-          + " order_id text NOT NULL, amount_cents bigint NOT NULL,"
-          + " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-      s.execute("CREATE INDEX IF NOT EXISTS demo_receipts_order_idx ON demo_receipts (order_id)");
+      for (String table : List.of("demo_payments", "demo_receipts")) {
+        s.execute("CREATE TABLE IF NOT EXISTS " + table + " (" + id + ", order_id " + text + " NOT NULL,"
+            + " amount_cents bigint NOT NULL, applied_at " + now + ")");
+        s.execute("CREATE INDEX IF NOT EXISTS " + table + "_order_idx ON " + table + " (order_id)");
+      }
+      s.execute("CREATE TABLE IF NOT EXISTS demo_published (order_id " + text + " PRIMARY KEY)");
     } catch (SQLException e) {
       ds.close();
       throw new IllegalStateException("could not create the demo tables in " + schema + ": " + e.getMessage(), e);
@@ -58,7 +108,8 @@ final class DemoDatabase implements AutoCloseable {
 
   /** A connection pool on an existing demo schema (the consumer process's). */
   static DemoDatabase open(String schema, int poolSize) {
-    return new DemoDatabase(schema, PostgresFixture.shared().dataSource(schema, poolSize));
+    return new DemoDatabase(schema, mariadb() ? MariaDbFixture.shared().dataSource(schema, poolSize)
+        : PostgresFixture.shared().dataSource(schema, poolSize));
   }
 
   /** The application's MyBatis setup: a session factory with the demo's mapper. */
@@ -72,8 +123,9 @@ final class DemoDatabase implements AutoCloseable {
 
   void recordPublished(Collection<String> orderIds) {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(
-            "INSERT INTO demo_published (order_id) VALUES (?) ON CONFLICT DO NOTHING")) {
+        PreparedStatement ps = c.prepareStatement(mariadb()
+            ? "INSERT INTO demo_published (order_id) VALUES (?) ON DUPLICATE KEY UPDATE order_id = order_id"
+            : "INSERT INTO demo_published (order_id) VALUES (?) ON CONFLICT DO NOTHING")) {
       c.setAutoCommit(false);
       for (String id : orderIds) {
         ps.setString(1, id);
@@ -132,10 +184,21 @@ final class DemoDatabase implements AutoCloseable {
 
   /** How many of the outbox rows {@code ids} are still unsent (neither sent nor parked). */
   long unsent(Collection<Long> ids) {
+    if (ids.isEmpty()) {
+      return 0;
+    }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + Outbox.DEFAULT_TABLE
-            + " WHERE id = ANY (?) AND sent_at IS NULL AND parked_at IS NULL")) {
-      ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+            + " WHERE id " + (mariadb() ? "IN (" + String.join(", ", Collections.nCopies(ids.size(), "?")) + ")" : "= ANY (?)")
+            + " AND sent_at IS NULL AND parked_at IS NULL")) {
+      if (mariadb()) {
+        int i = 1;
+        for (Long each : ids) {
+          ps.setLong(i++, each);
+        }
+      } else {
+        ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+      }
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);
@@ -185,7 +248,7 @@ final class DemoDatabase implements AutoCloseable {
 
   void dropSchema() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-      s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      s.execute(mariadb() ? "DROP DATABASE IF EXISTS `" + schema + "`" : "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
     } catch (SQLException e) {
       System.err.println("could not drop " + schema + ": " + e.getMessage());
     }

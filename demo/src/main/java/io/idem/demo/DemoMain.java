@@ -1,5 +1,6 @@
 package io.idem.demo;
 
+import io.idem.fixtures.MariaDbFixture;
 import io.idem.fixtures.PostgresFixture;
 import io.idem.fixtures.ServerUnavailableException;
 import java.io.PrintStream;
@@ -41,8 +42,8 @@ import picocli.CommandLine.Spec;
     footerHeading = "%nThe ledger: where each figure comes from%n",
     footer = {
       "  events published    the producer's count, each send acknowledged by the broker",
-      "  effects applied     rows in the business table (PostgreSQL)",
-      "  markers             rows in the processed-events table (PostgreSQL)",
+      "  effects applied     rows in the business table (the database)",
+      "  markers             rows in the processed-events table (the database)",
       "  doubled, missing    rows beyond one per order; published orders without a row",
       "  dead-lettered       messages read back from the dead-letter destination",
       "  duplicates skipped  estimate (>=): the DUPLICATE outcomes the consumer",
@@ -50,14 +51,14 @@ import picocli.CommandLine.Spec;
       "  deliveries          estimate (>=): the outcomes the consumer reported, and at",
       "                      least effects + duplicates skipped + dead letters; one",
       "                      settled just before a SIGKILL goes unreported",
-      "  receipts enqueued   rows in the outbox table (PostgreSQL), written by the",
+      "  receipts enqueued   rows in the outbox table (the database), written by the",
       "                      OrderPaid handlers in their transactions",
-      "  receipts published  outbox rows the relay marked sent (PostgreSQL)",
-      "  receipts applied    rows in the receipts table (PostgreSQL), written by the",
+      "  receipts published  outbox rows the relay marked sent (the database)",
+      "  receipts applied    rows in the receipts table (the database), written by the",
       "                      downstream consumer",
       "  doubled, missing    receipt rows beyond one per order; orders without one",
       "  published again     rows the broker had confirmed when the relay was killed,",
-      "                      still unsent after the kill (PostgreSQL)",
+      "                      still unsent after the kill (the database)",
       "  copies skipped      estimate (>=): DUPLICATE outcomes of the receipts consumer",
       "  mode                per-message, or batch N (--batch N: at most N messages",
       "                      per database transaction)",
@@ -65,7 +66,7 @@ import picocli.CommandLine.Spec;
       "                      to the last message settled",
       "%nExit status: 0 when every order was applied exactly once; 1 when an effect is",
       "doubled or missing, or a run failed; 2 for a usage error or a prerequisite that",
-      "cannot be reached (RabbitMQ, PostgreSQL at IDEM_POSTGRES_URL); 3 when --timeout",
+      "cannot be reached (RabbitMQ, PostgreSQL at IDEM_POSTGRES_URL, MariaDB); 3 when --timeout",
       "ran out first with nothing doubled (TIMED OUT: the rest not applied yet)."
     })
 public final class DemoMain implements Callable<Integer> {
@@ -150,7 +151,12 @@ public final class DemoMain implements Callable<Integer> {
           + " IDEM_RABBITMQ_URI, else Docker, else the local server on 5672).")
   @Nullable String rabbitmqUri;
 
-  @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema after a successful run.")
+  @Option(names = "--database", paramLabel = "DATABASE", defaultValue = "postgresql",
+      description = "The database of the store, the outbox and the ledger: postgresql or mariadb (MariaDB 10.6+ at"
+          + " IDEM_MARIADB_URL, else 127.0.0.1:3306 as root; not with --source webhooks; default: ${DEFAULT-VALUE}).")
+  String database = "postgresql";
+
+  @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema (MariaDB: database) after a successful run.")
   boolean keepSchema;
 
   @Option(names = "--migrate-from", paramLabel = "BROKER",
@@ -220,7 +226,15 @@ public final class DemoMain implements Callable<Integer> {
     if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
       throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
     }
+    database = database.toLowerCase(Locale.ROOT);
+    if (!DemoDatabase.KINDS.contains(database)) {
+      throw usageError("--database must be one of " + DemoDatabase.KINDS + ", but was '" + database + "'");
+    }
     source = source.toLowerCase(Locale.ROOT);
+    if (source.equals("webhooks") && database.equals("mariadb")) {
+      throw usageError("--source webhooks does not go with --database mariadb: idem-http's stored responses are"
+          + " PostgreSQL only so far");
+    }
     if (!source.equals("broker") && !source.equals("webhooks")) {
       throw usageError("--source must be broker or webhooks, but was '" + source + "'");
     }
@@ -292,7 +306,15 @@ public final class DemoMain implements Callable<Integer> {
    * With {@code IDEM_POSTGRES_URL} set, checks that PostgreSQL answers there before any broker
    * starts: a wrong URL is the user's to fix, never replaced by a PostgreSQL of the demo's choice.
    */
-  private static void checkPostgres() {
+  private static void checkDatabase() {
+    if (DemoDatabase.mariadb()) {
+      try {
+        MariaDbFixture.shared();
+      } catch (ServerUnavailableException e) {
+        throw new MissingPrerequisite(String.valueOf(e.getMessage()), e);
+      }
+      return;
+    }
     String url = System.getenv("IDEM_POSTGRES_URL");
     if (url == null || url.isBlank()) {
       return; // 127.0.0.1:5432, else an embedded PostgreSQL: the fixture always finds one
@@ -306,10 +328,12 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   private int run() throws Exception {
-    checkPostgres();
-    // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL: no containers.
+    System.setProperty(DemoDatabase.DATABASE_PROPERTY, database); // read here and by the child JVMs
+    // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL (MariaDB:
+    // IDEM_MARIADB_URL, else 127.0.0.1:3306): no containers.
     System.setProperty("idem.testcontainers", "false");
     System.setProperty("idem.fixtures.announce", "false"); // the demo says where each server is itself
+    checkDatabase();
     long baseSeed = seed != null ? seed : System.nanoTime();
     if (migrateFrom != null) {
       return migrate(baseSeed);

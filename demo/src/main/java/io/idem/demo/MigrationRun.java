@@ -2,7 +2,6 @@ package io.idem.demo;
 
 import io.idem.testkit.DeadLetteredMessage;
 import io.idem.fixtures.ChildJvm;
-import io.idem.fixtures.PostgresFixture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -78,7 +77,7 @@ public final class MigrationRun {
     Random random = new Random(seed);
 
     try (DemoDatabase db = DemoDatabase.create("idem_migrate_" + runId)) {
-      out.accept(tag + "PostgreSQL schema " + db.schema + " on " + PostgresFixture.shared().origin());
+      out.accept(tag + DemoDatabase.describe(db.schema));
       from.createDestination(oldDestination);
       to.createDestination(newDestination);
       OrderEvents stream = OrderEvents.generate(events, duplicateRate, seed, runId);

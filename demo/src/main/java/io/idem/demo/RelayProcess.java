@@ -1,7 +1,6 @@
 package io.idem.demo;
 
 import io.idem.fixtures.ChildJvm;
-import io.idem.fixtures.PostgresFixture;
 import io.idem.spi.OutboxMessage;
 import io.idem.spi.OutboxPublisher;
 import io.idem.store.jdbc.OutboxRelay;
@@ -60,10 +59,8 @@ public final class RelayProcess {
     if (pauseAfter >= 0) {
       jvmArgs.add("-D" + PAUSE_AFTER_PROPERTY + "=" + pauseAfter);
     }
-    PostgresFixture pg = PostgresFixture.shared();
-    return ChildJvm.start(name, RelayProcess.class, jvmArgs, args,
-        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
-            "IDEM_POSTGRES_PASSWORD", pg.password()),
+    jvmArgs.addAll(DemoDatabase.childJvmArgs());
+    return ChildJvm.start(name, RelayProcess.class, jvmArgs, args, DemoDatabase.childEnvironment(),
         line -> {
           if (!line.contains(CONFIRMED_PREFIX)) { // ChildJvm prefixes "[name] "
             out.accept("  " + line);

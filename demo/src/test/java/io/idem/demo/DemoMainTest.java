@@ -47,6 +47,15 @@ class DemoMainTest {
   }
 
   @Test
+  void theDatabaseIsPostgresqlOrMariadbInAnyCase() {
+    assertThat(parsed().database).isEqualTo("postgresql");
+    DemoMain demo = parsed("--database", "MariaDB");
+    assertThat(demo.database).isEqualTo("mariadb");
+    assertThat(run("--database", "oracle").err().get(0))
+        .isEqualTo("idem-demo: --database must be one of [postgresql, mariadb], but was 'oracle'");
+  }
+
+  @Test
   void eachUsageErrorPrintsTheOneErrorAndAHintNotTheUsage() {
     for (String[] args : List.of(
         new String[] {"--broker", "kafak"},
@@ -54,6 +63,8 @@ class DemoMainTest {
         new String[] {"--timeout", "ten minutes"},
         new String[] {"--migrate-from", "kafka"},
         new String[] {"--migrate-from", "kafka", "--migrate-to", "KAFKA"},
+        new String[] {"--database", "oracle"},
+        new String[] {"--source", "webhooks", "--database", "mariadb"},
         new String[] {"--no-such-option"})) {
       Run run = run(args);
 

@@ -12,7 +12,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The main job's {@code --replay-dead-letters}: some orders fail non-retryably and are
@@ -20,23 +20,27 @@ import org.junit.jupiter.params.provider.ValueSource;
  * the failure is switched off and {@code idem-cli dead-letters replay} runs twice ({@code --keep},
  * then again): every order applied exactly once, the second replay applying nothing. On Kafka,
  * whose topic keeps the replayed records (about 1 min on a loaded machine, 2 with RabbitMQ too: the
- * tool itself runs on all four brokers in {@link DeadLetterToolIT}). CI scale: 200 events, 3
- * failing orders, 1 crash.
+ * tool itself runs on all four brokers in {@link DeadLetterToolIT}). On PostgreSQL and on MariaDB
+ * (the store's dead-letter decisions and the tool's records there, idem-cli with a jdbc:mariadb:
+ * URL); with receipts (the main job's default: the failing orders' receipts follow their replay)
+ * and without. CI scale: 200 events, 3 failing orders, 1 crash.
  */
 class MainJobReplayIT {
   private static final int EVENTS = Scale.events(200, 2_000);
   private static final int FAILING = Scale.events(3, 20);
 
-  @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"kafka"})
+  @ParameterizedTest(name = "{0} on {1}, receipts {2}")
+  @CsvSource({"kafka, postgresql, false", "kafka, postgresql, true", "kafka, mariadb, true"})
   @Timeout(value = 5, unit = TimeUnit.MINUTES)
-  void theReplayedOrdersAreAppliedOnceAndASecondReplayAppliesNothing(String brokerName) throws Exception {
+  void theReplayedOrdersAreAppliedOnceAndASecondReplayAppliesNothing(String brokerName, String database,
+      boolean receipts) throws Exception {
     long seed = Long.getLong("idem.it.seed", System.nanoTime());
     List<String> lines = new CopyOnWriteArrayList<>();
     Ledger ledger;
     try (DemoBroker broker = DemoBrokers.create(brokerName)) {
       System.out.println("[" + brokerName + "] " + broker.start() + "; seed " + seed);
-      ledger = LedgerRun.builder(broker).events(EVENTS).crashes(1).replayDeadLetters(FAILING).seed(seed)
+      ledger = LedgerRun.builder(broker).database(database).receipts(receipts).events(EVENTS).crashes(1)
+          .replayDeadLetters(FAILING).seed(seed)
           .timeout(Duration.ofMinutes(4)).output(lines::add).build().run();
     }
     assertThat(lines).as("the replays (seed %d)", seed)

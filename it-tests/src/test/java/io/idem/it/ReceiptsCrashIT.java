@@ -10,7 +10,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The main job's receipts through the transactional outbox, with the consumer AND the relay
@@ -19,27 +19,30 @@ import org.junit.jupiter.params.provider.ValueSource;
  * broker; a downstream Idem consumer (its own consumer group, in the consumer's JVM) applies them.
  * The consumer JVM is SIGKILLed at random moments; the relay JVM is SIGKILLed while it waits right
  * after the broker confirmed a receipt and before it marked the row sent, so the rows of its batch
- * are published twice. Afterwards, counted in PostgreSQL: one outbox row per order, all sent, one
+ * are published twice. Afterwards, counted in the database: one outbox row per order, all sent, one
  * receipt per order, none doubled, none missing, and the rows confirmed before each kill were
  * left unsent (published again) — the downstream consumer skipped their copies.
  *
  * <p>Kafka (a partitioned topic, group offsets) and RabbitMQ (a quorum queue, publisher
- * confirms); the crash matrix ({@link CrashMatrixIT}) runs without receipts. CI scale: 240 events,
+ * confirms) on PostgreSQL, and Kafka on MariaDB (the main job's {@code --database mariadb}: the
+ * store, the outbox's claim, lease and marks and the ledger's counts there); the crash matrix ({@link CrashMatrixIT}) runs without receipts. CI scale: 240 events,
  * 2 consumer and 2 relay crashes per broker; {@code -Didem.it.scale=full}: 3,000 events, 4 each.
  */
 class ReceiptsCrashIT {
   private static final int EVENTS = Scale.events(240, 3_000);
   private static final int CRASHES = Scale.events(2, 4);
 
-  @ParameterizedTest(name = "{0}, consumer and relay killed")
-  @ValueSource(strings = {"kafka", "rabbitmq"})
+  @ParameterizedTest(name = "{0} on {1}, consumer and relay killed")
+  @CsvSource({"kafka, postgresql", "rabbitmq, postgresql", "kafka, mariadb"})
   @Timeout(value = 5, unit = TimeUnit.MINUTES)
-  void everyOrderGetsOneReceiptWhenTheConsumerAndTheRelayAreKilled(String brokerName) throws Exception {
+  void everyOrderGetsOneReceiptWhenTheConsumerAndTheRelayAreKilled(String brokerName, String database)
+      throws Exception {
     long seed = Long.getLong("idem.it.seed", System.nanoTime());
     Ledger ledger;
     try (DemoBroker broker = DemoBrokers.create(brokerName)) {
       System.out.println("[" + brokerName + "] " + broker.start() + "; seed " + seed);
       ledger = LedgerRun.builder(broker)
+          .database(database)
           .events(EVENTS)
           .duplicateRate(0.2)
           .crashes(CRASHES)

@@ -7,9 +7,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -37,6 +40,9 @@ public final class DeadLetterActions {
 
   /** Classpath location of the table's script: {@value}. */
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V7__dead_letter_actions.sql";
+
+  /** MariaDB's script: {@value} (the same rows; docs/DEAD-LETTERS.md). */
+  public static final String MARIADB_MIGRATION_RESOURCE = "db/migration/idem-mariadb/V7__dead_letter_actions.sql";
 
   private static final String DEFAULT_INDEX = "idem_dead_letter_actions_dead_letter_idx";
 
@@ -90,10 +96,13 @@ public final class DeadLetterActions {
 
   private final DataSource dataSource;
   private final TableName table;
+  /** The database, read from a connection's metadata at {@link Builder#build()}. */
+  private final Dialect dialect;
 
-  private DeadLetterActions(Builder b) {
+  private DeadLetterActions(Builder b, Dialect dialect) {
     this.dataSource = b.dataSource;
     this.table = TableName.of(b.tableName);
+    this.dialect = dialect;
   }
 
   /** Starts building the record on {@code dataSource}. */
@@ -147,12 +156,22 @@ public final class DeadLetterActions {
     if (deadLetterIds.isEmpty()) {
       return found;
     }
-    String sql = "SELECT DISTINCT dead_letter_id FROM " + table.qualified()
-        + " WHERE destination = ? AND dead_letter_id = ANY (?) AND action IN ('REPLAYED', 'DISCARDED')";
+    boolean mariadb = dialect == Dialect.MARIADB; // no arrays: one parameter per id
+    String sql = "SELECT DISTINCT dead_letter_id FROM " + table.qualified() + " WHERE destination = ? AND "
+        + (mariadb ? "dead_letter_id IN (" + String.join(", ", Collections.nCopies(deadLetterIds.size(), "?")) + ")"
+            : "dead_letter_id = ANY (?)")
+        + " AND action IN ('REPLAYED', 'DISCARDED')";
     try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(sql)) {
-      Array ids = c.createArrayOf("text", deadLetterIds.toArray());
       s.setString(1, destination);
-      s.setArray(2, ids);
+      if (mariadb) {
+        int i = 2;
+        for (String id : deadLetterIds) {
+          s.setString(i++, id);
+        }
+      } else {
+        Array ids = c.createArrayOf("text", deadLetterIds.toArray());
+        s.setArray(2, ids);
+      }
       try (ResultSet rs = s.executeQuery()) {
         while (rs.next()) {
           found.add(rs.getString(1));
@@ -189,16 +208,25 @@ public final class DeadLetterActions {
       List<Action> rows = new ArrayList<>();
       try (ResultSet rs = s.executeQuery()) {
         while (rs.next()) {
-          Timestamp at = rs.getTimestamp(11);
           rows.add(new Action(Kind.valueOf(rs.getString(1)), rs.getString(2), rs.getString(3),
               rs.getString(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getString(8),
-              rs.getString(9), rs.getString(10), at == null ? null : at.toInstant()));
+              rs.getString(9), rs.getString(10), actedAt(rs)));
         }
       }
       return rows;
     } catch (SQLException | RuntimeException e) {
       throw failure("reading dead-letter actions from " + table.qualified(), e);
     }
+  }
+
+  /** acted_at: PostgreSQL's timestamptz, MariaDB's UTC DATETIME(6) (a wall-clock time in UTC). */
+  private @Nullable Instant actedAt(ResultSet rs) throws SQLException {
+    if (dialect == Dialect.MARIADB) {
+      LocalDateTime utc = rs.getObject(11, LocalDateTime.class);
+      return utc == null ? null : utc.toInstant(ZoneOffset.UTC);
+    }
+    Timestamp at = rs.getTimestamp(11);
+    return at == null ? null : at.toInstant();
   }
 
   /**
@@ -208,14 +236,25 @@ public final class DeadLetterActions {
    * @throws StoreUnavailableException when the database cannot be reached
    */
   public void verifyTable() {
+    boolean mariadb = dialect == Dialect.MARIADB;
+    String schema = table.qualified().equals(table.unqualified()) ? null
+        : table.qualified().substring(0, table.qualified().length() - table.unqualified().length() - 1);
     try (Connection c = dataSource.getConnection();
-        PreparedStatement s = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
-      s.setString(1, table.qualified());
+        PreparedStatement s = c.prepareStatement(mariadb
+            ? "SELECT count(*) > 0 FROM information_schema.tables WHERE table_schema = coalesce(?, DATABASE())"
+                + " AND table_name = ?"
+            : "SELECT to_regclass(?) IS NOT NULL")) {
+      if (mariadb) {
+        s.setString(1, schema);
+        s.setString(2, table.unqualified());
+      } else {
+        s.setString(1, table.qualified());
+      }
       try (ResultSet rs = s.executeQuery()) {
         if (!rs.next() || !rs.getBoolean(1)) {
           throw new IllegalStateException("table " + table.qualified() + " does not exist: run "
-              + MIGRATION_RESOURCE + " (in idem-store-jdbc) with your migration tool, or create it with"
-              + " createTableIfMissing(true)");
+              + (mariadb ? MARIADB_MIGRATION_RESOURCE : MIGRATION_RESOURCE) + " (in idem-store-jdbc) with your"
+              + " migration tool, or create it with createTableIfMissing(true)");
         }
       }
     } catch (SQLException e) {
@@ -225,7 +264,13 @@ public final class DeadLetterActions {
 
   /** The script with the table (and index) renamed for {@code table}. */
   static String script(TableName table) {
-    String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE);
+    return script(table, Dialect.POSTGRESQL);
+  }
+
+  /** {@link #script(TableName)} of {@code dialect}. */
+  static String script(TableName table, Dialect dialect) {
+    String sql = ProcessedEventsMapper.readResource(
+        dialect == Dialect.MARIADB ? MARIADB_MIGRATION_RESOURCE : MIGRATION_RESOURCE);
     sql = Pattern.compile("\\b" + DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
         .replaceAll(Matcher.quoteReplacement(table.qualified()));
     return sql.replace(DEFAULT_INDEX, table.unqualified() + "_dead_letter_idx");
@@ -233,7 +278,11 @@ public final class DeadLetterActions {
 
   private void createTable() {
     try (Connection c = dataSource.getConnection()) {
-      ProcessedEventsSchema.runScript(c, script(table));
+      if (dialect == Dialect.MARIADB) {
+        ProcessedEventsSchema.runMariaDbScript(c, script(table, dialect));
+      } else {
+        ProcessedEventsSchema.runScript(c, script(table));
+      }
     } catch (SQLException | RuntimeException e) {
       throw failure("creating " + table.qualified(), e);
     }
@@ -284,7 +333,13 @@ public final class DeadLetterActions {
      * @throws StoreUnavailableException when the database cannot be reached
      */
     public DeadLetterActions build() {
-      DeadLetterActions actions = new DeadLetterActions(this);
+      Dialect dialect;
+      try (Connection c = dataSource.getConnection()) {
+        dialect = Dialect.of(c.getMetaData());
+      } catch (SQLException | RuntimeException e) {
+        throw failure("reading the database of " + tableName, e);
+      }
+      DeadLetterActions actions = new DeadLetterActions(this, dialect);
       if (createTableIfMissing) {
         actions.createTable();
       }

@@ -11,11 +11,14 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
+import org.apache.ibatis.exceptions.PersistenceException;
+import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 
@@ -35,7 +38,8 @@ import org.apache.ibatis.session.SqlSessionFactory;
  * }</pre>
  *
  * <p>Immutable and thread-safe; its statements are registered in the session's MyBatis {@code
- * Configuration} on first use.
+ * Configuration} on first use, those of the session's database (PostgreSQL or MariaDB, read from
+ * its connection: see docs/OUTBOX.md, "MariaDB").
  */
 public final class Outbox {
   /** The default table, {@value}. */
@@ -56,6 +60,14 @@ public final class Outbox {
    */
   public static final String TRACEPARENT_MIGRATION_RESOURCE =
       "db/migration/idem/V8__outbox_traceparent.sql";
+
+  /**
+   * MariaDB's outbox scripts, in {@code db/migration/idem-mariadb} (the same versions as
+   * PostgreSQL's, applied in this order by {@link #createTableIfMissing} on MariaDB).
+   */
+  static final List<String> MARIADB_MIGRATION_RESOURCES = List.of(
+      "db/migration/idem-mariadb/V2__outbox.sql", "db/migration/idem-mariadb/V5__outbox_lease.sql",
+      "db/migration/idem-mariadb/V8__outbox_traceparent.sql");
 
   /** Longest destination, in characters (the {@code varchar(255)} column). */
   public static final int MAX_DESTINATION_LENGTH = 255;
@@ -129,7 +141,25 @@ public final class Outbox {
     // the handler's trace context, when it runs in an Idem pipeline and has one (V8's column)
     params.put("traceparent", entry.headers().containsKey(TraceContext.TRACEPARENT) ? null
         : TraceContext.forOutbox(entry.idempotencyKey(), entry.destination()));
-    return session.insert(namespace(session) + ".enqueue", params) == 1;
+    String namespace = namespace(session);
+    try {
+      return session.insert(namespace + ".enqueue", params) == 1;
+    } catch (PersistenceException e) {
+      if (isDuplicateRow(e)) {
+        return false; // MariaDB: 1062 on (destination, idempotency_key), the statement alone rolled back
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * MariaDB's error 1062 on the outbox's unique key (destination, idempotency_key), not on the
+   * primary key: the row is there already. InnoDB rolls back only the failed statement, so the
+   * handler's transaction goes on. (PostgreSQL's enqueue never fails so: ON CONFLICT DO NOTHING.)
+   */
+  private static boolean isDuplicateRow(Throwable e) {
+    java.sql.SQLException dup = Dialect.find(e, x -> x.getErrorCode() == Dialect.ER_DUP_ENTRY);
+    return dup != null && dup.getMessage() != null && !dup.getMessage().contains("'PRIMARY'");
   }
 
   /**
@@ -154,14 +184,16 @@ public final class Outbox {
       throw new IllegalArgumentException("maxRows must be >= 1, but was " + maxRows);
     }
     return session.delete(namespace(session) + ".purgeSent",
-        Map.of("before", OffsetDateTime.ofInstant(before, ZoneOffset.UTC), "maxRows", maxRows));
+        Map.of("before", OffsetDateTime.ofInstant(before, ZoneOffset.UTC),
+            "beforeUtc", java.time.LocalDateTime.ofInstant(before, ZoneOffset.UTC), "maxRows", maxRows));
   }
 
   /**
    * Creates the outbox table {@code tableName} and its indexes when missing ({@link
    * #MIGRATION_RESOURCE}, {@link #LEASE_MIGRATION_RESOURCE} then {@link
    * #TRACEPARENT_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
-   * script).
+   * script; on MariaDB the same versions from {@code db/migration/idem-mariadb}, statement by
+   * statement under the named lock {@code idem_schema}: the database is read from the connection).
    *
    * @throws IllegalArgumentException when the name is not a plain identifier
    * @throws StoreUnavailableException when the database could not be reached or asked for a retry
@@ -170,7 +202,7 @@ public final class Outbox {
   public static void createTableIfMissing(DataSource dataSource, String tableName) {
     TableName table = TableName.of(tableName);
     try (Connection c = dataSource.getConnection()) {
-      ProcessedEventsSchema.runScript(c, script(table));
+      runScript(c, table, Dialect.of(c.getMetaData()));
     } catch (SQLException | RuntimeException e) {
       throw StartupChecks.failure("could not create " + table.qualified(), e);
     }
@@ -178,21 +210,40 @@ public final class Outbox {
 
   static void createTableIfMissing(SqlSessionFactory sessions, TableName table) {
     try (SqlSession session = sessions.openSession(false)) {
-      ProcessedEventsSchema.runScript(session.getConnection(), script(table));
+      Connection c = session.getConnection();
+      runScript(c, table, Dialect.of(c.getMetaData()));
     } catch (SQLException | RuntimeException e) {
       throw StartupChecks.failure("could not create " + table.qualified(), e);
     }
   }
 
   /**
-   * The script with the index names, then the table (a whole word only), made {@code table}'s: in
-   * the other order a table named {@code idem_outbox_2} would be renamed twice.
+   * PostgreSQL: the scripts in one transaction under the schema's advisory lock; MariaDB: statement
+   * by statement (each DDL commits on its own) under the named lock {@code idem_schema}.
    */
+  private static void runScript(Connection c, TableName table, Dialect dialect) throws SQLException {
+    if (dialect == Dialect.MARIADB) {
+      ProcessedEventsSchema.runMariaDbScript(c, script(table, dialect));
+    } else {
+      ProcessedEventsSchema.runScript(c, script(table));
+    }
+  }
+
   static String script(TableName table) {
-    String sql = ProcessedEventsMapper.readResource(MIGRATION_RESOURCE) + "\n"
-        + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE) + "\n"
-        + ProcessedEventsMapper.readResource(TRACEPARENT_MIGRATION_RESOURCE);
-    for (String index : new String[] {"_unordered_due_idx", "_due_idx", "_ordering_idx"}) {
+    return script(table, Dialect.POSTGRESQL);
+  }
+
+  /**
+   * {@code dialect}'s scripts with the index names, then the table (a whole word only), made
+   * {@code table}'s: in the other order a table named {@code idem_outbox_2} would be renamed twice.
+   */
+  static String script(TableName table, Dialect dialect) {
+    String sql = dialect == Dialect.MARIADB
+        ? String.join(";\n", MARIADB_MIGRATION_RESOURCES.stream().map(ProcessedEventsMapper::readResource).toList())
+        : ProcessedEventsMapper.readResource(MIGRATION_RESOURCE) + "\n"
+            + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE) + "\n"
+            + ProcessedEventsMapper.readResource(TRACEPARENT_MIGRATION_RESOURCE);
+    for (String index : new String[] {"_unordered_due_idx", "_due_idx", "_ordering_idx", "_destination_key_uq"}) {
       sql = sql.replace(DEFAULT_TABLE + index, table.unqualified() + index);
     }
     return Pattern.compile("\\b" + DEFAULT_TABLE + "\\b(?!_)").matcher(sql)
@@ -203,9 +254,30 @@ public final class Outbox {
     return table;
   }
 
+  private static final String NAMESPACE_PREFIX = "io.idem.store.jdbc.Outbox.";
+
+  /**
+   * The namespace of this table's statements in the session's {@code Configuration}, registered
+   * on first use with the statements of the session's database ({@link Dialect}, read from its
+   * connection's metadata once per Configuration and table).
+   */
   String namespace(SqlSession session) {
+    Configuration configuration = session.getConfiguration();
+    String namespace = NAMESPACE_PREFIX + table.qualified();
+    if (configuration.hasStatement(namespace + ".claim", false)) {
+      return namespace;
+    }
     return ProcessedEventsMapper.register(
-        session.getConfiguration(), TEMPLATE, "io.idem.store.jdbc.Outbox.", table, "claim");
+        configuration, TEMPLATE, NAMESPACE_PREFIX, table, "claim", dialect(session));
+  }
+
+  /** The database of {@code session}'s connection. */
+  static Dialect dialect(SqlSession session) {
+    try {
+      return Dialect.of(session.getConnection().getMetaData());
+    } catch (SQLException e) {
+      throw new PersistenceException("could not read the outbox's database from the connection: " + e, e);
+    }
   }
 
   private static String toJson(Map<String, String> headers) {

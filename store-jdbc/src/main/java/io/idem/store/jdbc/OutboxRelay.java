@@ -8,7 +8,6 @@ import io.idem.spi.OutboxPublisher;
 import io.idem.spi.Settings;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -47,7 +46,8 @@ import org.slf4j.LoggerFactory;
  *       back when their lease ends, and are published again with the same idempotency key, so the
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
  *       the one way a row is published twice. Claims are serialized across relays by a
- *       transaction-level advisory lock held for the claim's milliseconds.
+ *       transaction-level advisory lock held for the claim's milliseconds (MariaDB: a named lock,
+ *       {@code GET_LOCK}, released after the claim's COMMIT, the claim at READ COMMITTED).
  *   <li><b>Batches.</b> A publisher that overrides {@link OutboxPublisher#publishAll} gets the
  *       claimed batch in one call (it sends every row and waits once) and answers per row: the
  *       sent rows are marked in one statement, a failed row is charged as below (only its key's
@@ -121,6 +121,8 @@ public final class OutboxRelay implements AutoCloseable {
   public static final Duration DEFAULT_LEASE_DURATION = Duration.ofMinutes(1);
   /** Longest stored error text, in characters: {@value}. */
   static final int MAX_ERROR_LENGTH = 2000;
+  /** MariaDB: how long a claim waits for another relay's claim lock (GET_LOCK), in seconds. */
+  static final int CLAIM_LOCK_WAIT_SECONDS = 30;
   /** The advisory lock class of the claim lock (the table's name hash is the other half). */
   private static final int CLAIM_LOCK_CLASS = 0x1de0_0b0c;
 
@@ -159,6 +161,8 @@ public final class OutboxRelay implements AutoCloseable {
   /** The last ordering key the previous claim visited; the next claim goes on after it. */
   private volatile @Nullable String keyCursor;
   private long nextStatsNanos;
+  /** The table's database, read once from the first claim's connection. */
+  private volatile @Nullable Dialect dialect;
 
   private OutboxRelay(Builder b) {
     this.sessions = b.sessions;
@@ -521,14 +525,43 @@ public final class OutboxRelay implements AutoCloseable {
     Claim claim = null;
     try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, false)) {
       String ns = outbox.namespace(session);
-      if (claimNext) {
-        session.selectOne(ns + ".claimLock", Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName()));
+      Dialect dialect = dialect(session);
+      Map<String, Object> lock = Map.of("lockClass", CLAIM_LOCK_CLASS, "table", outbox.tableName(),
+          "waitSeconds", CLAIM_LOCK_WAIT_SECONDS);
+      // MariaDB: the claim lock is the connection's named lock (GET_LOCK), not the transaction's,
+      // so it is released after the COMMIT or the rollback; the transaction runs at READ COMMITTED
+      // (set before its first statement): a fresh read per statement, no gap locks
+      boolean namedLock = claimNext && dialect == Dialect.MARIADB;
+      if (namedLock) {
+        session.update(ns + ".claimIsolation");
+        Integer taken = session.selectOne(ns + ".claimLock", lock);
+        if (taken == null || taken != 1) {
+          throw new IllegalStateException("another relay of " + outbox.tableName() + " held the claim lock for"
+              + " more than " + CLAIM_LOCK_WAIT_SECONDS + " s");
+        }
+      } else if (claimNext) {
+        session.selectOne(ns + ".claimLock", lock);
       }
-      write(session, ns, settlement);
-      if (claimNext) {
-        claim = claim(session, ns);
+      try {
+        write(session, ns, settlement);
+        if (claimNext) {
+          claim = claim(session, ns, dialect);
+        }
+        session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
+      } catch (RuntimeException e) {
+        if (namedLock) {
+          try {
+            session.rollback(true);
+            session.selectOne(ns + ".claimUnlock", lock);
+          } catch (RuntimeException alsoFailed) { // a lost connection takes its named lock with it
+            e.addSuppressed(alsoFailed);
+          }
+        }
+        throw e;
       }
-      session.commit(true); // forced: MyBatis counts an UPDATE … RETURNING run as a select as clean
+      if (namedLock) {
+        session.selectOne(ns + ".claimUnlock", lock); // after the COMMIT
+      }
     }
     written(settlement);
     if (claim == null) {
@@ -543,27 +576,46 @@ public final class OutboxRelay implements AutoCloseable {
   /**
    * The claim, in {@code session}'s transaction (which holds the claim lock): the heads of the
    * next ordering keys, the lease. The next cursor is the last key visited, or {@code null} (back
-   * to the first) when the scan reached the end of the keys.
+   * to the first) when the scan reached the end of the keys. PostgreSQL leases the rows in the
+   * claim statement itself ({@code UPDATE … RETURNING}); MariaDB has no {@code UPDATE … RETURNING},
+   * so its claim reads the rows and {@code lease} writes the lease by primary key in the same
+   * transaction.
    */
-  private Claim claim(SqlSession session, String ns) {
+  private Claim claim(SqlSession session, String ns, Dialect dialect) {
     Map<String, Object> headParams = new HashMap<>();
     headParams.put("after", keyCursor);
     headParams.put("maxKeys", batchSize);
     List<Map<String, Object>> heads = session.selectList(ns + ".heads", headParams);
     List<String> keys = new ArrayList<>();
     for (Map<String, Object> head : heads) {
-      if (Boolean.TRUE.equals(head.get("due"))) {
+      Object due = head.get("due"); // PostgreSQL: a boolean; MariaDB: 1 or 0
+      if (Boolean.TRUE.equals(due) || (due instanceof Number n && n.intValue() == 1)) {
         keys.add((String) head.get("orderingKey"));
       }
     }
     List<Map<String, Object>> rows = session.selectList(ns + ".claim", Map.of("keys", keys, "maxRows", batchSize,
         "leaseMillis", leaseDuration.toMillis(), "relay", leaseToken));
+    if (dialect == Dialect.MARIADB && !rows.isEmpty()) {
+      List<Long> ids = rows.stream().map(r -> Rows.requiredLong(r, "id")).toList();
+      session.update(ns + ".lease", Map.of("ids", ids, "leaseMillis", leaseDuration.toMillis(),
+          "relay", leaseToken));
+    }
     List<OutboxMessage> batch = new ArrayList<>(rows.size());
     for (Map<String, Object> row : rows) {
       batch.add(message(row));
     }
     batch.sort(Comparator.comparingLong(OutboxMessage::id));
     return new Claim(batch, heads.size() < batchSize ? null : (String) heads.get(heads.size() - 1).get("orderingKey"));
+  }
+
+  /** The database of the relay's table, read from the first session's connection. */
+  private Dialect dialect(SqlSession session) {
+    Dialect d = dialect;
+    if (d == null) {
+      d = Outbox.dialect(session);
+      dialect = d;
+    }
+    return d;
   }
 
   /**
@@ -578,11 +630,11 @@ public final class OutboxRelay implements AutoCloseable {
       if (row == null) {
         throw new IllegalStateException("the outbox stats query of " + tableName() + " returned no row");
       }
-      OffsetDateTime now = Rows.required(row, "now", OffsetDateTime.class);
-      OffsetDateTime oldest = Rows.optional(row, "oldest", OffsetDateTime.class);
+      Instant now = Rows.requiredInstant(row, "now");
+      Instant oldest = Rows.optionalInstant(row, "oldest");
       OutboxStats stats = new OutboxStats(Rows.requiredLong(row, "backlog"),
           oldest == null ? Duration.ZERO : Duration.between(oldest, now), Rows.requiredLong(row, "parked"),
-          published.get(), failures.get(), now.toInstant());
+          published.get(), failures.get(), now);
       lastStats.set(stats);
       return stats;
     }
@@ -870,7 +922,7 @@ public final class OutboxRelay implements AutoCloseable {
     return new OutboxMessage(Rows.requiredLong(row, "id"), Rows.required(row, "key", String.class),
         Rows.required(row, "destination", String.class), Rows.optional(row, "orderingKey", String.class),
         Rows.required(row, "payload", byte[].class), Outbox.headersFromJson(Rows.required(row, "headers", String.class)),
-        (int) Rows.requiredLong(row, "attempts") + 1, Rows.required(row, "enqueuedAt", OffsetDateTime.class).toInstant(),
+        (int) Rows.requiredLong(row, "attempts") + 1, Rows.requiredInstant(row, "enqueuedAt"),
         Rows.optional(row, "traceparent", String.class));
   }
 

@@ -1,5 +1,9 @@
 package io.idem.store.jdbc;
 
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
@@ -35,5 +39,28 @@ final class Rows {
   /** A numeric column as a {@code long} (drivers differ: Integer, Long, BigInteger, BigDecimal). */
   static long requiredLong(Map<String, Object> row, String column) {
     return required(row, column, Number.class).longValue();
+  }
+
+  /**
+   * A time column as an instant: PostgreSQL's {@code timestamptz} read as an {@link
+   * OffsetDateTime}, MariaDB's UTC {@code DATETIME(6)} as a {@link LocalDateTime} (a UTC wall-clock
+   * time); {@code null} when it is NULL or absent.
+   */
+  static @Nullable Instant optionalInstant(Map<String, Object> row, String column) {
+    Object value = row.get(column);
+    if (value instanceof LocalDateTime utc) {
+      return utc.toInstant(ZoneOffset.UTC);
+    }
+    return value == null ? null : ((OffsetDateTime) value).toInstant();
+  }
+
+  /** {@link #optionalInstant}, which must not be NULL. */
+  static Instant requiredInstant(Map<String, Object> row, String column) {
+    required(row, column, Object.class);
+    Instant value = optionalInstant(row, column);
+    if (value == null) {
+      throw new IllegalStateException("column '" + column + "' is NULL");
+    }
+    return value;
   }
 }

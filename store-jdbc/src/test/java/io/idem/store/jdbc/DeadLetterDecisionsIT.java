@@ -86,9 +86,18 @@ class DeadLetterDecisionsIT {
 
   @Test
   void actionsAreRecordedWithWhoAndWhyAndOnlyReplaysAndDiscardsSettleADeadLetter() {
+    actionsAreRecordedWithWhoAndWhy(dataSource, "V7__dead_letter_actions.sql");
+  }
+
+  /**
+   * {@link DeadLetterActions} on {@code dataSource}'s database (MariaDbDeadLetterDecisionsIT runs it
+   * on MariaDB): a missing table is named with {@code script}; creating it is idempotent; who did
+   * what is kept; only replays and discards settle a dead letter; the history newest first.
+   */
+  static DeadLetterActions actionsAreRecordedWithWhoAndWhy(javax.sql.DataSource dataSource, String script) {
     assertThatThrownBy(() -> DeadLetterActions.builder(dataSource).tableName("missing_actions").build())
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("missing_actions does not exist").hasMessageContaining("V7__dead_letter_actions.sql");
+        .hasMessageContaining("missing_actions does not exist").hasMessageContaining(script);
     DeadLetterActions actions = DeadLetterActions.builder(dataSource).createTableIfMissing(true).build();
     DeadLetterActions.builder(dataSource).createTableIfMissing(true).build(); // idempotent
 
@@ -111,6 +120,7 @@ class DeadLetterDecisionsIT {
     });
     assertThat(actions.history("orders.DLT", null, 2)).extracting(Action::deadLetterId)
         .containsExactly("orders.DLT-0@3", "orders.DLT-0@2");
+    return actions;
   }
 
   private static byte[] sha256(String text) throws Exception {

@@ -19,7 +19,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The dead-letter tool's side on MariaDB ({@link DeadLetterDecisions}): it reads a key's marker,
  * releases exactly a {@code DEAD_LETTERED} one (and the key's attempt count), never a processed
- * one; a table without the decision columns has none, a missing one is named.
+ * one; a table without the decision columns has none, a missing one is named. {@link
+ * DeadLetterActions} (the V7 table, MariaDB's script) records who did what, as on PostgreSQL, with
+ * ids of the full 512 characters compared whole (the index holds a 256-character prefix).
  */
 class MariaDbDeadLetterDecisionsIT {
   private static HikariDataSource dataSource;
@@ -78,5 +80,21 @@ class MariaDbDeadLetterDecisionsIT {
 
     assertThatThrownBy(() -> DeadLetterDecisions.of(dataSource, "no_such_table").marker("g", "k"))
         .isInstanceOf(IllegalStateException.class).hasMessageContaining("no_such_table does not exist");
+  }
+
+  @Test
+  void deadLetterActionsAreRecordedAndLongIdsAreComparedWhole() {
+    DeadLetterActions actions = DeadLetterDecisionsIT.actionsAreRecordedWithWhoAndWhy(dataSource,
+        "idem-mariadb/V7__dead_letter_actions.sql");
+    String prefix = "m".repeat(300);
+    String first = prefix + "-a".repeat(106); // 512 characters
+    String second = prefix + "-b".repeat(106);
+    assertThat(first).hasSize(512);
+    actions.record(new DeadLetterActions.Action(DeadLetterActions.Kind.DISCARDED, "sqs", "orders-dlq", first,
+        null, null, null, null, "carol", null, null));
+    assertThat(actions.settled("orders-dlq", java.util.List.of(first, second))).containsExactly(first);
+    assertThat(actions.settled("orders-dlq", java.util.List.of(first + " "))).as("no PAD SPACE").isEmpty();
+    assertThat(actions.history("orders-dlq", first, 5)).singleElement().satisfies(a -> assertThat(a.actedAt())
+        .isBetween(java.time.Instant.now().minusSeconds(60), java.time.Instant.now().plusSeconds(1)));
   }
 }

@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * The relay with a batching publisher ({@link OutboxPublisher#publishAll} overridden) on the real
  * PostgreSQL: one call per batch outside any transaction, the sent rows marked in one statement,
  * a failed row charged and its key's later rows released uncharged while other keys are sent, an
- * outage (a failed row classified so, or a throw of publishAll) charged to no row.
+ * outage (a failed row classified so, or a throw of publishAll) charged to no row. {@link
+ * MariaDbOutboxRelayBatchIT} runs every test on MariaDB.
  */
 class OutboxRelayBatchIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
@@ -39,9 +40,14 @@ class OutboxRelayBatchIT {
   private HikariDataSource pool;
   private SqlSessionFactory sessions;
 
+  /** The database of the test (MariaDbOutboxRelayBatchIT: MariaDB). */
+  OutboxTestDatabase database() {
+    return OutboxTestDatabase.POSTGRESQL;
+  }
+
   @BeforeEach
   void setUp() {
-    pool = StoreTests.pool(StoreTests.newSchema("outbox_batch"), APPLICATION, null, c -> c.setMaximumPoolSize(6));
+    pool = database().newPool("outbox_batch", APPLICATION);
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -103,8 +109,7 @@ class OutboxRelayBatchIT {
   }
 
   private long openTransactionsOfTheRelay() throws Exception {
-    return StoreTests.count(pool, "SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
-        + APPLICATION + "' AND xact_start IS NOT NULL AND pid <> pg_backend_pid()");
+    return StoreTests.count(pool, database().openTransactions(APPLICATION));
   }
 
   private void enqueue(String... keysAndOrderingKeys) {
@@ -123,11 +128,14 @@ class OutboxRelayBatchIT {
     try (Connection c = pool.getConnection(); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT idempotency_key, id, attempts, sent_at IS NOT NULL AS sent,"
             + " parked_at IS NOT NULL AS parked, leased_by IS NOT NULL AS leased, last_error,"
-            + " next_attempt_at <= now() AS due FROM idem_outbox")) {
+            + " next_attempt_at <= " + database().now() + " AS due FROM idem_outbox")) {
       while (rs.next()) {
         Map<String, Object> row = new HashMap<>();
-        for (String col : List.of("id", "attempts", "sent", "parked", "leased", "last_error", "due")) {
-          row.put(col, rs.getObject(col));
+        row.put("id", rs.getLong("id"));
+        row.put("attempts", rs.getInt("attempts"));
+        row.put("last_error", rs.getString("last_error"));
+        for (String col : List.of("sent", "parked", "leased", "due")) {
+          row.put(col, rs.getBoolean(col)); // MariaDB answers 1 or 0
         }
         rows.put(rs.getString("idempotency_key"), row);
       }
@@ -194,7 +202,7 @@ class OutboxRelayBatchIT {
     assertThat(relay.relayOnce()).as("A waits for a2's backoff, C for its parked head").isZero();
 
     publisher.failing.clear();
-    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = now() WHERE sent_at IS NULL");
+    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = " + database().now() + " WHERE sent_at IS NULL");
     assertThat(relay.relayOnce()).isEqualTo(3);
     assertThat(publisher.sent.subList(4, 7)).as("A's rows in id order")
         .containsExactly((Long) rows.get("a2").get("id"), (Long) rows.get("a3").get("id"), (Long) rows.get("a4").get("id"));

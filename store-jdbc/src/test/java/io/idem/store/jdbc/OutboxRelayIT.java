@@ -18,6 +18,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -37,16 +38,24 @@ import org.junit.jupiter.api.Test;
 /**
  * The outbox on the real PostgreSQL: enqueue joins the handler's transaction; the relay publishes
  * and marks sent; two relays never hold one row at once; failures back off and park with the
- * reason; order per ordering key; the counts. Each test has a schema of its own.
+ * reason; order per ordering key; the counts; sent rows purged in batches. Each test has a schema
+ * of its own. {@link MariaDbOutboxRelayIT} runs every test on MariaDB (the test's own SQL that
+ * differs there is in {@link OutboxTestDatabase}).
  */
 class OutboxRelayIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
+  private static final String APPLICATION = "idem-outbox-it";
   private HikariDataSource pool;
   private SqlSessionFactory sessions;
 
+  /** The database of the test (MariaDbOutboxRelayIT: MariaDB). */
+  OutboxTestDatabase database() {
+    return OutboxTestDatabase.POSTGRESQL;
+  }
+
   @BeforeEach
   void setUp() {
-    pool = StoreTests.pool(StoreTests.newSchema("outbox"), "idem-outbox-it", null, c -> c.setMaximumPoolSize(6));
+    pool = database().newPool("outbox", APPLICATION);
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
     Outbox.createTableIfMissing(pool, Outbox.DEFAULT_TABLE);
   }
@@ -90,21 +99,23 @@ class OutboxRelayIT {
   private Map<String, Object> row(String key) throws Exception {
     try (Connection c = pool.getConnection(); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT id, attempts, sent_at IS NOT NULL AS sent,"
-            + " parked_at IS NOT NULL AS parked, last_error,"
-            + " extract(epoch FROM next_attempt_at - now()) * 1000 AS due_in_ms"
+            + " parked_at IS NOT NULL AS parked, last_error, " + database().dueInMillis() + " AS due_in_ms"
             + " FROM idem_outbox WHERE idempotency_key = '" + key + "'")) {
       assertThat(rs.next()).as("row " + key).isTrue();
       Map<String, Object> row = new HashMap<>();
-      for (String col : List.of("id", "attempts", "sent", "parked", "last_error", "due_in_ms")) {
-        row.put(col, rs.getObject(col));
-      }
+      row.put("id", rs.getLong("id"));
+      row.put("attempts", rs.getInt("attempts"));
+      row.put("sent", rs.getBoolean("sent")); // MariaDB answers 1 or 0
+      row.put("parked", rs.getBoolean("parked"));
+      row.put("last_error", rs.getString("last_error"));
+      row.put("due_in_ms", rs.getDouble("due_in_ms"));
       return row;
     }
   }
 
   /** Every backoff over: the clock moved on, without waiting for it. */
   private void fastForward() throws Exception {
-    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = now() WHERE sent_at IS NULL");
+    StoreTests.execute(pool, "UPDATE idem_outbox SET next_attempt_at = " + database().now() + " WHERE sent_at IS NULL");
   }
 
   private OutboxRelay.Builder relay(OutboxPublisher publisher) {
@@ -151,12 +162,55 @@ class OutboxRelayIT {
   }
 
   @Test
-  void enqueueingTheSameDestinationAndKeyTwiceWritesOneRow() {
+  void enqueueingTheSameDestinationAndKeyTwiceWritesOneRow() throws Exception {
     try (SqlSession session = sessions.openSession(false)) {
       assertThat(OUTBOX.enqueue(session, entry("k", null))).isTrue();
       assertThat(OUTBOX.enqueue(session, entry("k", null))).isFalse();
       assertThat(OUTBOX.enqueue(session, new OutboxEntry("k", "emails", null, new byte[0], Map.of()))).isTrue();
       session.commit();
+    }
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox"))
+        .as("the transaction went on after the refused duplicate: both rows committed").isEqualTo(2);
+  }
+
+  /**
+   * Two transactions enqueue one (destination, key) at once: the second waits for the first (the
+   * unique key; MariaDB: InnoDB's duplicate check), then writes nothing when the first committed
+   * and its own transaction goes on (MariaDB: the 1062 rolled back that statement only), or
+   * writes the row when the first rolled back.
+   */
+  @Test
+  void aRacingEnqueueOfOneKeyWaitsForTheFirstAndWritesOnlyWhenItRolledBack() throws Exception {
+    for (boolean firstCommits : new boolean[] {true, false}) {
+      String key = "race-" + firstCommits;
+      java.util.concurrent.ExecutorService racer = java.util.concurrent.Executors.newSingleThreadExecutor();
+      try (SqlSession first = sessions.openSession(false)) {
+        assertThat(OUTBOX.enqueue(first, entry(key, null))).isTrue();
+        java.util.concurrent.Future<Boolean> second = racer.submit(() -> {
+          try (SqlSession session = sessions.openSession(false)) {
+            boolean written = OUTBOX.enqueue(session, entry(key, null));
+            assertThat(OUTBOX.enqueue(session, entry(key + "-after", null))).isTrue();
+            session.commit();
+            return written;
+          }
+        });
+        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+            .until(() -> second.isDone() || StoreTests.count(pool, database().lockWaits(APPLICATION)) > 0);
+        assertThat(second.isDone()).as("the second enqueue waits for the first transaction").isFalse();
+        if (firstCommits) {
+          first.commit();
+        } else {
+          first.rollback(true);
+        }
+        assertThat(second.get(20, TimeUnit.SECONDS)).as("written by the second (first commits: %s)", firstCommits)
+            .isEqualTo(!firstCommits);
+      } finally {
+        racer.shutdownNow();
+      }
+      assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE idempotency_key = '" + key + "'"))
+          .isEqualTo(1);
+      assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE idempotency_key = '" + key + "-after'"))
+          .as("the second transaction went on and committed").isEqualTo(1);
     }
   }
 
@@ -367,5 +421,62 @@ class OutboxRelayIT {
     assertThat(registry.get("idem.outbox.parked").gauge().value()).isEqualTo(1.0);
     assertThat(registry.get("idem.outbox.oldest.unsent.age").gauge().value()).isPositive();
     assertThat(registry.get("idem.outbox.failures").functionCounter().count()).isEqualTo(2.0);
+  }
+
+  /**
+   * More ordering keys than a claim visits (batchSize 10, 25 keys of 2 rows): the claims walk the
+   * keys in turn from the last one visited, every row goes out once, each key in id order.
+   */
+  @Test
+  void moreKeysThanAClaimVisitsAreWalkedInTurnAndEachKeyKeepsItsOrder() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int round = 0; round < 2; round++) {
+      for (int k = 0; k < 25; k++) {
+        entries.add(entry(String.format("k%02d-%d", k, round), String.format("key-%02d", k)));
+      }
+    }
+    enqueue(entries.toArray(OutboxEntry[]::new));
+    RecordingPublisher publisher = new RecordingPublisher();
+    OutboxRelay relay = relay(publisher).build();
+    for (int claims = 0; claims < 20 && publisher.published.size() < 50; claims++) {
+      relay.relayOnce();
+    }
+    assertThat(publisher.published).extracting(OutboxMessage::id).doesNotHaveDuplicates().hasSize(50);
+    Map<String, Long> lastIdPerKey = new HashMap<>();
+    for (OutboxMessage m : publisher.published) {
+      Long previous = lastIdPerKey.put(m.orderingKey(), m.id());
+      assertThat(previous == null || previous < m.id()).as("order of " + m.orderingKey()).isTrue();
+    }
+    assertThat(lastIdPerKey).hasSize(25);
+  }
+
+  /**
+   * Retention of sent rows: purgeSent deletes only rows sent before the cutoff (unsent and parked
+   * rows stay whatever their age), at most maxRows per call, in the caller's transaction.
+   */
+  @Test
+  void purgeSentDeletesOnlyRowsSentBeforeTheCutoffInBoundedBatches() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 25; i++) {
+      entries.add(entry("sent-" + i, null));
+    }
+    entries.add(entry("unsent", null));
+    enqueue(entries.toArray(OutboxEntry[]::new));
+    StoreTests.execute(pool, "UPDATE idem_outbox SET sent_at = enqueued_at WHERE idempotency_key LIKE 'sent-%'",
+        "UPDATE idem_outbox SET parked_at = enqueued_at WHERE idempotency_key = 'unsent'");
+    Instant cutoff = Instant.now().plusSeconds(60); // every sent row is older than the cutoff
+    List<Integer> batches = new ArrayList<>();
+    try (SqlSession session = sessions.openSession(false)) {
+      for (int deleted = -1; deleted != 0; ) {
+        deleted = OUTBOX.purgeSent(session, cutoff, 10);
+        batches.add(deleted);
+        session.commit();
+      }
+      assertThat(OUTBOX.purgeSent(session, Instant.now().minusSeconds(3600), 10))
+          .as("nothing was sent an hour ago").isZero();
+    }
+    assertThat(batches).containsExactly(10, 10, 5, 0);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox")).isEqualTo(1);
+    assertThat(row("unsent")).containsEntry("parked", true);
   }
 }
