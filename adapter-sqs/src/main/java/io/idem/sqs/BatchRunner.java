@@ -6,12 +6,15 @@ import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.AdapterWorker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Batch mode ({@link SqsConsumerConfig#maxBatchSize()} above 1): runs what one receive returned
@@ -47,6 +50,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Thread-safe: units of one receive run concurrently, each confined to one worker.
  */
 final class BatchRunner {
+  private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
   private final IdempotentConsumer<?> pipeline;
   private final LaneRunner lanes;
   private final VisibilityKeeper keeper;
@@ -151,17 +155,18 @@ final class BatchRunner {
     for (int i = 0; i < ready.size(); i++) {
       acks.add(lanes.acknowledgement(ready.get(i), fifo && (i + 1 < ready.size() || !tail.isEmpty())));
     }
+    List<Delivery> behind = tail;
+    // the settlement is per message: the hand-back reads each acknowledgement's record itself
     BatchResult result;
     try {
-      result = lanes.runAccounted(ready, () -> run(ready, acks));
-    } catch (VirtualMachineError e) {
-      lanes.fail(unsettled(ready, acks), tail, e);
-      throw e;
-    } catch (Throwable e) {
-      failed(ready, acks, tail, e);
-      return List.of();
+      result = AdapterWorker.survive(() -> ready.size() + " message(s) from " + ready.get(0),
+          () -> lanes.runAccounted(ready, () -> run(ready, acks)), () -> null, failing(ready, acks, behind),
+          lanes.backoff(ready.get(0)), () -> lanes.fail(unsettled(ready, acks), behind), LOG);
     } finally {
       deletes.flush(); // the batch's deletes in one DeleteMessageBatch, after its COMMIT
+    }
+    if (result == null) {
+      return List.of();
     }
     return next(ready, acks, result, tail);
   }
@@ -224,28 +229,43 @@ final class BatchRunner {
   }
 
   /**
-   * Processing threw (an acknowledgement failed, an {@code Error} from a listener): the first
-   * unsettled message is released after the retry backoff as in per-message mode ({@link
-   * LaneRunner#release}); on a standard queue every unsettled one is (the pipeline went on past
-   * a failed acknowledgement), on a FIFO queue the rest of the group is handed back, not counted.
+   * The batch's {@link AdapterWorker.HandBack}, for when processing threw (an acknowledgement
+   * failed, an {@code Error} from a listener): the first unsettled message is released after the
+   * retry backoff as in per-message mode ({@link LaneRunner#releasing}); on a standard queue every
+   * unsettled one is (the pipeline went on past a failed acknowledgement), on a FIFO queue the rest
+   * of the group is handed back, not counted. {@link AdapterWorker#survive} is given no record: a
+   * batch is settled message by message, so this reads each acknowledgement's record itself.
    */
-  private void failed(List<Delivery> ready, List<SqsAcknowledgement> acks, List<Delivery> tail, Throwable e) {
-    List<Delivery> open = unsettled(ready, acks);
-    if (!fifo) {
-      open.forEach(d -> lanes.release(d, e));
-      return;
-    }
-    if (!open.isEmpty()) {
-      lanes.release(open.get(0), e);
-      open = open.subList(1, open.size());
-    }
-    keeper.handBack(concat(open, tail));
+  private AdapterWorker.HandBack failing(List<Delivery> ready, List<SqsAcknowledgement> acks, List<Delivery> tail) {
+    return new AdapterWorker.HandBack() {
+      @Override
+      public void handBack(Throwable failure, Duration after) {
+        if (failure instanceof VirtualMachineError) {
+          return; // LaneRunner.fail stopped extending them: they reappear when their visibility runs out
+        }
+        List<Delivery> open = unsettled(ready, acks);
+        if (!fifo) {
+          lanes.releasing(open).handBack(failure, after);
+          return;
+        }
+        if (!open.isEmpty()) {
+          lanes.releasing(open.subList(0, 1)).handBack(failure, after);
+          open = open.subList(1, open.size());
+        }
+        keeper.handBack(concat(open, tail));
+      }
+
+      @Override
+      public boolean reportsItself(Throwable failure) {
+        return true;
+      }
+    };
   }
 
   private static List<Delivery> unsettled(List<Delivery> ready, List<SqsAcknowledgement> acks) {
     List<Delivery> open = new ArrayList<>();
     for (int i = 0; i < ready.size(); i++) {
-      if (acks.get(i).settled() == null) {
+      if (!acks.get(i).record().isSettled()) {
         open.add(ready.get(i));
       }
     }

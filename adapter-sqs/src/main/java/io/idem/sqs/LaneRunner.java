@@ -2,6 +2,8 @@ package io.idem.sqs;
 
 import io.idem.IdempotentConsumer;
 import io.idem.ProcessingOutcome;
+import io.idem.spi.AdapterWorker;
+import io.idem.spi.SettlementRecord;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -138,24 +140,51 @@ final class LaneRunner {
       }
       delivery.started = true;
       boolean hasTail = i + 1 < lane.size();
-      boolean goOn;
-      try {
-        goOn = ready(delivery) ? process(delivery, hasTail) : !fifo;
-      } catch (VirtualMachineError e) {
-        fail(List.of(delivery), lane.subList(i + 1, lane.size()), e);
-        throw e;
-      } catch (Throwable e) {
-        // a failed acknowledgement, or an Error the pipeline does not catch (from a listener…):
-        // this message's failure, never the lane's
-        release(delivery, e);
-        goOn = !fifo;
-      }
-      if (!goOn) {
-        // FIFO: nothing behind a message of its group may overtake it
-        keeper.handBack(lane.subList(i + 1, lane.size()));
+      List<Delivery> behind = lane.subList(i + 1, lane.size());
+      SettlementRecord[] current = new SettlementRecord[1];
+      // a failed acknowledgement, or an Error the pipeline does not catch (from a listener…): this
+      // message's failure, never the lane's; a VirtualMachineError stops the consumer
+      @Nullable Boolean goOn = AdapterWorker.survive(() -> delivery + " on " + config.queueName(),
+          () -> ready(delivery) ? process(delivery, hasTail, current) : !fifo, () -> current[0],
+          releasing(List.of(delivery)), backoff(delivery), () -> fail(List.of(delivery), behind), LOG);
+      // FIFO: nothing behind a message of its group may overtake it; close() interrupted the
+      // worker: the rest is handed back (a stray interrupt flag is cleared with a WARN)
+      if (!(goOn == null ? !fifo : goOn)
+          || AdapterWorker.stopsAfter(stopping.get(), null, () -> delivery + " on " + config.queueName(), LOG)) {
+        keeper.handBack(behind);
         return;
       }
     }
+  }
+
+  /**
+   * SQS's {@link AdapterWorker.HandBack} for what processing threw before the acknowledgement
+   * settled: each of {@code deliveries} still unsettled is {@linkplain #release released} after
+   * the retry backoff of the attempt it reached (a FIFO retry in process moves it on, so the
+   * backoff is read when it is handed back, not before the run). It reports the failure itself
+   * (whether the message is still held, and a refused dead-letter copy at ERROR once per message).
+   * After a {@link VirtualMachineError} nothing is sent to SQS: {@link #fail} stopped extending
+   * them, and they reappear when their visibility runs out.
+   */
+  AdapterWorker.HandBack releasing(List<Delivery> deliveries) {
+    return new AdapterWorker.HandBack() {
+      @Override
+      public void handBack(Throwable failure, Duration after) {
+        if (!(failure instanceof VirtualMachineError)) {
+          deliveries.forEach(d -> release(d, failure));
+        }
+      }
+
+      @Override
+      public boolean reportsItself(Throwable failure) {
+        return true;
+      }
+    };
+  }
+
+  /** The retry policy's backoff for {@code delivery}'s attempt now. */
+  Duration backoff(Delivery delivery) {
+    return pipeline.retryPolicy().backoff(delivery.message.deliveryAttempt());
   }
 
   /**
@@ -185,7 +214,7 @@ final class LaneRunner {
    * Runs the pipeline on one message, again in process after a store outage or (FIFO with
    * {@code hasTail}) a retry; false when the rest of its FIFO group must wait.
    */
-  private boolean process(Delivery delivery, boolean hasTail) {
+  private boolean process(Delivery delivery, boolean hasTail, SettlementRecord[] current) {
     if (handedBackAsGivenUp(delivery)) {
       return false;
     }
@@ -193,6 +222,7 @@ final class LaneRunner {
     ProcessingOutcome outcome;
     while (true) {
       SqsAcknowledgement acknowledgement = acknowledgement(delivery, retryInProcess);
+      current[0] = acknowledgement.record();
       outcome = runAccounted(delivery, () -> runPipeline(delivery, acknowledgement));
       Duration wait = acknowledgement.heldForStore();
       if (wait == null && outcome == ProcessingOutcome.RETRY) {
@@ -338,7 +368,7 @@ final class LaneRunner {
       log(loud, "could not settle {} on {}; it reappears when its visibility runs out", delivery, failure);
       return;
     }
-    Duration delay = pipeline.retryPolicy().backoff(delivery.message.deliveryAttempt());
+    Duration delay = backoff(delivery);
     log(loud, "could not settle {} on {}; released, it comes back in " + delay.toMillis() + " ms", delivery,
         failure);
     try {
@@ -357,18 +387,19 @@ final class LaneRunner {
   }
 
   /**
-   * A {@link VirtualMachineError} (out of memory…) on a lane: stop extending the messages in hand
-   * and the rest of their lane, without calling SQS, so that they reappear when their visibility
-   * runs out; and stop the consumer. The ones in hand stay started in the {@link AttemptLedger}
-   * (their next receive is an unaccounted redelivery: the run counts); the rest never ran, and
-   * their next receive is not counted as an attempt.
+   * A {@link VirtualMachineError} (out of memory…) on a lane ({@link AdapterWorker#survive}'s
+   * {@code onFatal}, which logs the error): stop extending the messages in hand and the rest of
+   * their lane, without calling SQS, so that they reappear when their visibility runs out; and stop
+   * the consumer. The ones in hand stay started in the {@link AttemptLedger} (their next receive is
+   * an unaccounted redelivery: the run counts); the rest never ran, and their next receive is not
+   * counted as an attempt.
    */
-  void fail(List<Delivery> inHand, List<Delivery> notStarted, VirtualMachineError error) {
+  void fail(List<Delivery> inHand, List<Delivery> notStarted) {
     inHand.forEach(keeper::forget);
     notStarted.forEach(keeper::leave);
     stopping.set(true); // no more receives; the other lanes hand back what they have not started
-    LOG.error("SQS consumer on {} stops: {} while processing {}; it and the {} message(s) behind it"
-        + " reappear when their visibility runs out", config.queueName(), error,
+    LOG.error("SQS consumer on {} stops: a fatal error while processing {}; it and the {} message(s) behind it"
+        + " reappear when their visibility runs out", config.queueName(),
         inHand.size() == 1 ? inHand.get(0) : inHand.size() + " messages", notStarted.size());
   }
 

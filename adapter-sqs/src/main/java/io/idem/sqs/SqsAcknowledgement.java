@@ -4,6 +4,7 @@ import io.idem.DeadLetterCause;
 import io.idem.DeadLetterReason;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.SettlementRecord;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -52,7 +53,11 @@ import org.slf4j.LoggerFactory;
  * that it reappears for a retry or the {@code RedrivePolicy}; whatever is thrown afterwards never
  * touches it again. A method that throws leaves the message in the queue: the consumer releases
  * it after the retry backoff if it still holds it, otherwise it reappears when its visibility
- * runs out.
+ * runs out. What a call left behind is also kept in a {@link SettlementRecord} ({@link #record()}),
+ * which the worker reads through {@link io.idem.spi.AdapterWorker#survive} as the other adapters'
+ * workers do: settled once a method above returned (a retry in process included: the consumer
+ * keeps that message, nobody hands it back), released after {@link #release()}, held for the
+ * store after {@link #retryWhenStoreAvailable(Duration)}.
  */
 final class SqsAcknowledgement implements Acknowledgement {
   private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
@@ -63,8 +68,9 @@ final class SqsAcknowledgement implements Acknowledgement {
   private final @Nullable Integer maxReceiveCount;
   private final String consumerGroup;
   private final boolean retryInProcess;
-  private @Nullable Duration heldForStore;
+  private final SettlementRecord record = new SettlementRecord();
   private @Nullable Duration heldForRetry;
+  /** What SQS was told ({@link #settled()}); the record says only that it was. */
   private @Nullable ProcessingOutcome settled;
 
   /**
@@ -86,7 +92,7 @@ final class SqsAcknowledgement implements Acknowledgement {
   @Override
   public void ack() {
     deletes.delete(delivery);
-    settled = ProcessingOutcome.PROCESSED;
+    settle(ProcessingOutcome.PROCESSED);
   }
 
   @Override
@@ -94,7 +100,7 @@ final class SqsAcknowledgement implements Acknowledgement {
     Objects.requireNonNull(delay, "delay");
     if (retryInProcess) {
       heldForRetry = delay;
-      settled = ProcessingOutcome.RETRY;
+      settle(ProcessingOutcome.RETRY);
       return;
     }
     if (maxReceiveCount != null && delivery.receiveCount >= maxReceiveCount && !deadLetters.viaRedrivePolicy()) {
@@ -106,11 +112,11 @@ final class SqsAcknowledgement implements Acknowledgement {
           consumerGroup, null, attempt, null);
       LOG.error("dead-lettering {} at the queue's RedrivePolicy limit: {}", delivery, reason);
       deadLetters.deadLetter(delivery, reason);
-      settled = ProcessingOutcome.DEAD_LETTERED;
+      settle(ProcessingOutcome.DEAD_LETTERED);
       return;
     }
     keeper.changeVisibility(delivery, delay);
-    settled = ProcessingOutcome.RETRY;
+    settle(ProcessingOutcome.RETRY);
   }
 
   /** The delay of a retry to run in process (see {@link #retry(Duration)}), or {@code null}. */
@@ -122,7 +128,7 @@ final class SqsAcknowledgement implements Acknowledgement {
   @Override
   public void retryWhenStoreAvailable(Duration delay) {
     Objects.requireNonNull(delay, "delay");
-    heldForStore = delay;
+    record.markHeldForStore(delay);
   }
 
   /**
@@ -132,19 +138,25 @@ final class SqsAcknowledgement implements Acknowledgement {
   @Override
   public void release() {
     keeper.handBack(List.of(delivery));
-    settled = ProcessingOutcome.RELEASED;
+    record.markReleased();
+    settle(ProcessingOutcome.RELEASED);
   }
 
   /** The delay asked by {@link #retryWhenStoreAvailable(Duration)}, or {@code null}. */
   @Nullable Duration heldForStore() {
-    return heldForStore;
+    return record.heldForStore();
   }
 
   @Override
   public void deadLetter(DeadLetterReason reason) {
     Objects.requireNonNull(reason, "reason");
     deadLetters.deadLetter(delivery, reason);
-    settled = ProcessingOutcome.DEAD_LETTERED;
+    settle(ProcessingOutcome.DEAD_LETTERED);
+  }
+
+  private void settle(ProcessingOutcome outcome) {
+    record.markSettled();
+    settled = outcome;
   }
 
   /**
@@ -156,5 +168,10 @@ final class SqsAcknowledgement implements Acknowledgement {
    */
   @Nullable ProcessingOutcome settled() {
     return settled;
+  }
+
+  /** The side channel the worker reads after the pipeline returned or threw. */
+  SettlementRecord record() {
+    return record;
   }
 }

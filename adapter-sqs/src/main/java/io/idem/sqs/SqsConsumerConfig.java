@@ -9,8 +9,11 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 
 /**
  * Immutable configuration of one {@link SqsIdempotentConsumer}. Build with
- * {@link #builder(String)}; {@link Builder#build()} validates every setting and names the setting
- * and its value in the error. Thread-safe.
+ * {@link #builder(String)} (the queue URL is the one required setting); every optional setting has
+ * a {@code DEFAULT_*} constant below, written in its Javadoc. {@link Builder#build()} validates
+ * every setting and names the setting and its value in the error ({@link io.idem.spi.Settings}).
+ * Thread-safe (immutable); the builder is not. The settings are explained in docs/BROKERS.md
+ * ("Amazon SQS").
  *
  * <p>SQS limits behind the ranges: {@code WaitTimeSeconds} 0–20 s, {@code MaxNumberOfMessages}
  * 1–10, visibility timeout up to 12 h, all in whole seconds.
@@ -30,15 +33,12 @@ public final class SqsConsumerConfig {
   /** Default {@link #concurrency()}: {@value} worker thread. */
   public static final int DEFAULT_CONCURRENCY = 1;
   /**
-   * Default {@link #maxBatchSize()}: {@value}, per-message mode. Measured (500 events, in-process
-   * ElasticMQ, local PostgreSQL, per-message handler, a 2-core machine at load ~30; docs/BROKERS.md
-   * "Batch mode" has the table): with one worker, batches of 10 ran 2.7 times as fast as
-   * per-message mode (207 against 77 events/s), 2 and 5 in between; with 4 workers the gain was
-   * 1.6 times (176–199 against 112). So 10, the SQS maximum per receive, is the value to set for
-   * throughput; the default stays 1 because batch mode changes what a handler and an operator see
-   * — with a batch handler a message of a failed batch meets the handler once more than its
-   * attempts (the rolled-back run), and {@code close()} lets a started batch finish — and switching that on under existing
-   * applications is their call, not an upgrade's.
+   * Default {@link #maxBatchSize()}: {@value}, per-message mode. Batches of 10, the SQS maximum per
+   * receive, are the value to set for throughput (measured in docs/BROKERS.md, "Batch mode"); the
+   * default stays 1 because batch mode changes what a handler and an operator see — with a batch
+   * handler a message of a failed batch meets the handler once more than its attempts (the
+   * rolled-back run), and {@code close()} lets a started batch finish — and switching that on
+   * under existing applications is their call, not an upgrade's.
    */
   public static final int DEFAULT_MAX_BATCH_SIZE = 1;
   /** Default {@link #deleteBatchWindow()}: 100 ms. */

@@ -4,6 +4,7 @@ import io.idem.BrokerConsumer;
 import io.idem.ConsumerHealth;
 import io.idem.IdempotencyException;
 import io.idem.IdempotentConsumer;
+import io.idem.spi.AdapterWorker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -29,116 +30,53 @@ import software.amazon.awssdk.services.sqs.model.QueueAttributeName;
 import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
 
 /**
- * Consumes one SQS queue (standard or FIFO) through an {@link IdempotentConsumer} pipeline,
- * deleting each message only after its store transaction ended.
+ * Consumes one SQS queue (standard or FIFO) through an {@link IdempotentConsumer} pipeline: the
+ * {@link BrokerConsumer} of {@code idem-sqs}. Build it with {@link #create(SqsConsumerConfig,
+ * IdempotentConsumer)} (or on your own {@link SqsClient}), then {@link #start()} and
+ * {@link #close()}.
  *
- * <p><b>Loop.</b> One poller thread ({@link Receiver}) long-polls {@code ReceiveMessage}
- * ({@code WaitTimeSeconds}, {@code MaxNumberOfMessages}, the configured {@code VisibilityTimeout},
- * all message attributes and all system attributes, among them {@code ApproximateReceiveCount}).
- * The batch is split into lanes ({@link LaneRunner}) — one per message on a standard queue, one
- * per {@code MessageGroupId} on a FIFO queue, in order — which run on {@code concurrency} worker
- * threads; the next receive follows when the batch is done and its deletes were flushed.
+ * <p><b>Contract.</b> A message is deleted only after its store transaction ended
+ * (docs/ADAPTERS.md rule 1), with the receipt handle of that delivery; a retry sets its visibility
+ * to the backoff; a dead letter is copied with its reason to the dead-letter queue (the configured
+ * one, else the target of the queue's {@code RedrivePolicy}), then deleted ({@link
+ * SqsAcknowledgement}). An attempt is a handler run, not a receive ({@link AttemptLedger}); a
+ * message whose handler may have killed the process is counted in the store before it runs again
+ * and dead-lettered after at most {@code maxAttempts} deaths; a store outage keeps the message
+ * hidden and runs it again in process, so its {@code ApproximateReceiveCount} does not grow. The
+ * details — loop, visibility heartbeat, FIFO lanes, batch mode, dead letters, failures, close —
+ * are in docs/BROKERS.md ("Amazon SQS"); how the adapter meets the shared rules in
+ * docs/ADAPTERS.md ("How the SQS adapter fits the shared pieces").
  *
- * <p><b>Batch mode</b> ({@link SqsConsumerConfig#maxBatchSize()} above 1; {@link BatchRunner}):
- * instead of lanes, the receive is processed with {@link IdempotentConsumer#processBatch} — on a
- * standard queue one {@code UNORDERED} batch of up to {@code maxBatchSize}, on a FIFO queue one
- * {@code ORDERED} batch per message group — one COMMIT per batch, then the batch's deletes in one
- * {@code DeleteMessageBatch}. A failing message is redone alone and takes the usual retry or
- * dead-letter path; on a FIFO queue the rest of its group stays hidden behind it without an
- * attempt being counted, as below.
+ * <p><b>Where the behaviour comes from.</b> One poller thread ({@link Receiver}) long-polls
+ * {@code ReceiveMessage}; each receive is split into lanes ({@link LaneRunner}) — one per message
+ * on a standard queue, one per {@code MessageGroupId} on a FIFO queue, in order — or, with
+ * {@code maxBatchSize} above 1, into batches ({@link BatchRunner}: one COMMIT and one
+ * {@code DeleteMessageBatch} per batch). Each message runs through {@link
+ * io.idem.spi.AdapterWorker#survive}, as in the other adapters: what processing throws before the
+ * message was settled releases it after the retry backoff (on a FIFO queue the rest of its group
+ * is handed back, not counted), thrown after, it changes nothing; a {@link VirtualMachineError}
+ * stops the consumer and the messages in hand reappear when their visibility runs out. {@link
+ * VisibilityKeeper} extends every held message; {@link DeleteBatcher} batches the deletes within
+ * {@code deleteBatchWindow}.
  *
- * <p><b>Attempts</b> are handler runs, not receives (issue 11): the delivery attempt is
- * {@code ApproximateReceiveCount} less the receives this consumer ended without a handler run
- * (handed back unstarted, skipped near expiry, released at close), plus the retries it ran in
- * process ({@link AttemptLedger}). A receive with a count above 1 whose earlier receive this JVM
- * does not know the end of (never seen, or its handler started without an outcome) is flagged
- * {@link SqsInboundMessage#unaccountedRedelivery()}: the handler may have killed the process, so
- * the pipeline counts the attempt in the store before running it, and dead-letters a message that
- * keeps killing the process after at most {@code maxAttempts} deaths (docs/FAILURES.md, "Attempts
- * that survive the process"). The pending batched deletes are sent before such a message runs,
- * and in batch mode it runs alone. {@link #start()} warns when the queue's {@code maxReceiveCount}
- * is not above {@code maxAttempts}: SQS would move such a message first, without Idem's reason.
+ * <p><b>Threading.</b> Thread-safe. The consumer owns its threads: one poller, {@code
+ * concurrency} workers, one timer (heartbeat and delete flush); the next receive follows when the
+ * batch is done and its deletes were flushed. The {@link SqsClient} is shared by them (the SDK
+ * documents it as thread-safe).
  *
- * <p><b>Visibility.</b> Every message this consumer holds (waiting its turn, in the handler, or
- * waiting for its batched delete) is extended back to a full visibility timeout with
- * {@code ChangeMessageVisibility} once it has used {@code heartbeatShare} of it, unless the
- * heartbeat is off. Before a message of a batch starts, its remaining visibility is checked: too
- * little left and it is extended (heartbeat on) — SQS refuses that when the receipt handle is no
- * longer the current one — or skipped (heartbeat off, or the extension refused) and left to
- * reappear, which is not counted as an attempt.
- *
- * <p><b>Settling</b> ({@link SqsAcknowledgement}): ack = delete with this delivery's receipt
- * handle; retry = {@code ChangeMessageVisibility} to the backoff (FIFO, with the rest of the group
- * behind it in the batch: in process); dead letter = copy with reason attributes to the configured
- * dead-letter queue, or else to the target of the queue's {@code RedrivePolicy}, and delete. Only
- * when that target cannot be resolved is the message handed back for the {@code RedrivePolicy} to
- * move unchanged (the reason is then only logged). A retry that would leave the message for the
- * {@code RedrivePolicy} (its receive count reached {@code maxReceiveCount}) dead-letters it instead,
- * with a reason: Idem dead-letters at the lower of {@code maxAttempts} and {@code maxReceiveCount}.
- *
- * <p><b>Store outages.</b> When the processed-events store is unavailable the message is not
- * handed back: it stays hidden (kept by the heartbeat) while the worker waits for the pipeline's
- * backoff, then runs through the pipeline again, as often as it takes. It is never received
- * again meanwhile, so its {@code ApproximateReceiveCount} stays where it was and a
- * {@code RedrivePolicy} cannot move a good message to the dead-letter queue during an outage. The
- * worker and the batch wait with it, so no new messages are received while the store is down.
- *
- * <p><b>Dead letters.</b> With {@link SqsConsumerConfig#deadLetterQueueUrl()} set, the copy keeps
- * the original body and attributes and adds the reason ({@link io.idem.DeadLetterReason#toHeaders()},
- * up to six attributes, characters SQS refuses replaced). SQS allows 10 attributes per message and
- * the dead-letter queue's {@code MaximumMessageSize} (read at start; 256 KiB by default, up to
- * 1 MiB), so when they do not all fit the reason is kept and the least important original attributes are left out, their names
- * listed in the attribute {@code idem-dropped-attributes} (kept first: {@code idem-body-encoding},
- * {@code idempotency-key}, CloudEvents {@code ce-}/{@code ce_} attributes); a body too large for
- * the reason beside it shortens the detail. On a FIFO dead-letter queue the copy keeps the
- * message group and uses the original {@code MessageId} as deduplication id, so a copy re-sent
- * after a crash within 5 minutes is dropped by SQS; a standard dead-letter queue may then hold
- * two copies. Without a dead-letter queue, the queue's {@code RedrivePolicy} must exist
- * ({@link #start()} checks). A copy SQS refuses leaves the message in the queue: reported at ERROR
- * once per message (then WARN), it comes back after the retry backoff and is tried again.
- *
- * <p><b>FIFO.</b> A message retried while the rest of its group waits behind it in the batch is
- * retried in process: it and the group stay hidden, the worker waits the backoff and runs it again
- * as the next attempt, so the rest of the group is neither received again nor counted toward a
- * {@code RedrivePolicy}. A message that could not be settled stops its lane: the rest of its group
- * in the batch is handed back (visibility 0, not counted as attempts) and SQS, which delivers
- * nothing more of a group while one of its messages is in flight, returns them after it. Other
- * groups go on. The
- * idempotency key comes from the message attributes (by default the {@code idempotency-key}
- * attribute), never from {@code MessageDeduplicationId}: SQS drops a re-publish with the same
- * deduplication id within 5 minutes but not after, and a legitimate re-publish must be decided by
- * the store, not by that window.
- *
- * <p><b>Failures.</b> Anything thrown out of processing a message (a failed acknowledgement, an
- * {@code Error} from a listener…) is logged as an error, and the lane goes on. Thrown after the
- * acknowledgement settled the message (its delete sent or queued for the next batch, its
- * visibility changed for a retry or the {@code RedrivePolicy}, its dead-letter copy sent), it
- * changes nothing: the message is never touched again, and a FIFO lane goes on as the settlement
- * says. Thrown before, it is that message's failure (on a FIFO queue, the rest of the group is
- * handed back as after a retry): unless the message was left to reappear (a delete or
- * visibility change that failed), its heartbeat stops and {@code ChangeMessageVisibility} sets
- * it to the retry backoff. Anything else thrown on the poller thread (other than the SDK's own
- * {@code SdkException}, retried after {@code pollErrorBackoff}) is logged as an error, the
- * messages of that batch that had not started are handed back (visibility 0), and polling goes
- * on after {@code pollErrorBackoff}. Only a {@link VirtualMachineError} (out of memory…) stops the
- * consumer, logged as an error: the message in hand and the rest of its lane (or, on the poller
- * thread, the messages of the batch that had not started) are no longer extended, not deleted,
- * and reappear when their visibility runs out; no more messages are received and
- * {@link #isRunning()} turns false.
- *
- * <p><b>Close.</b> {@link #close()} stops receiving (an in-progress long poll is allowed to
- * finish, so keep {@code waitTime} below {@code shutdownTimeout}), lets in-flight messages finish
- * and settle, hands back received messages that had not started (and messages waiting through a
- * store outage), flushes pending deletes, then
- * closes the client if this consumer built it.
- *
- * <p>Thread-safe. The {@link SqsClient} is shared by this consumer's threads (the SDK documents it
- * as thread-safe).
+ * <p><b>Defaults</b> ({@link SqsConsumerConfig}'s {@code DEFAULT_*}): 20 s long polls of up to 10
+ * messages, a 30 s visibility timeout extended once half of it is used, one worker, per-message
+ * mode, deletes batched within 100 ms, a 30 s {@code shutdownTimeout}. {@link #start()} checks the
+ * queue, the dead-letter queue or {@code RedrivePolicy}, and warns when the queue's {@code
+ * maxReceiveCount} is not above {@code maxAttempts}. {@link #close()} is graceful within {@code
+ * shutdownTimeout} (keep {@code waitTime} below it), then interrupts the handlers: an interrupted
+ * handler's message is released (visibility 0), not an attempt.
  */
 public final class SqsIdempotentConsumer implements BrokerConsumer {
   private static final Logger LOG = LoggerFactory.getLogger(SqsIdempotentConsumer.class);
-  /** How long {@link #close()} waits for the handlers it interrupted past the shutdown timeout. */
-  static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
+
+  /** How long {@link #close()} waits for the poller it interrupted as a last resort. */
+  private static final Duration POLLER_AFTER_INTERRUPT = Duration.ofSeconds(2);
 
   private final SqsConsumerConfig config;
   private final IdempotentConsumer<?> pipeline;
@@ -407,20 +345,19 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
     long deadline = System.nanoTime() + config.shutdownTimeout().toNanos();
     Thread thread = poller;
     if (thread != null) {
-      join(thread, deadline);
-      if (thread.isAlive()) {
-        // past the timeout the poller waits for its batch: interrupt the running handlers only.
-        // Lanes not started yet still run and hand their messages back (stopping), so that wait
+      // the poller waits for its batch, so close() awaits the poller; past the timeout it
+      // interrupts the workers (pool threads, which outlive a batch: not awaited themselves)
+      List<Thread> poll = List.of(thread);
+      if (!AdapterWorker.awaitAll(poll, deadline).isEmpty()) {
+        // lanes not started yet still run and hand their messages back (stopping), so that wait
         // ends; an interrupted handler's message is released (visibility 0), not a failure
         LOG.warn("SQS consumer on {} did not stop within {}; interrupting its running handlers",
             config.queueName(), config.shutdownTimeout());
         workerThreads.forEach(Thread::interrupt);
-        join(thread, System.nanoTime() + AFTER_INTERRUPT.toNanos());
-      }
-      if (thread.isAlive()) {
-        LOG.warn("SQS consumer on {}: its poller is still busy; interrupting it", config.queueName());
-        thread.interrupt();
-        join(thread, System.nanoTime() + Duration.ofSeconds(2).toNanos());
+        if (!AdapterWorker.awaitAll(poll, System.nanoTime() + AdapterWorker.AFTER_INTERRUPT.toNanos()).isEmpty()) {
+          LOG.warn("SQS consumer on {}: its poller is still busy; interrupting it", config.queueName());
+          AdapterWorker.interruptAndAwait(poll, POLLER_AFTER_INTERRUPT);
+        }
       }
     }
     ExecutorService pool = workers;
@@ -453,17 +390,6 @@ public final class SqsIdempotentConsumer implements BrokerConsumer {
       LOG.info("SQS consumer of group '{}' on {} stopped: {} deleted, {} delete(s) failed, {} skipped",
           pipeline.consumerGroup(), config.queueName(), deletes.deletedCount(), deletes.failedCount(),
           skippedCount());
-    }
-  }
-
-  private static void join(Thread thread, long deadlineNanos) {
-    try {
-      long left = deadlineNanos - System.nanoTime();
-      if (left > 0) {
-        TimeUnit.NANOSECONDS.timedJoin(thread, left);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
     }
   }
 

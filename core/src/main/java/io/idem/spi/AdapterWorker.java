@@ -57,6 +57,20 @@ public final class AdapterWorker {
      * @param failure what processing threw
      */
     void handBack(Throwable failure, Duration after);
+
+    /**
+     * Whether this hand-back reports {@code failure} itself, so that {@link #survive} does not log
+     * the unsettled delivery's failure (it still logs a {@link VirtualMachineError} and a throw
+     * after the settlement). For an adapter that knows more than {@code survive} when it hands
+     * back: SQS logs whether it still holds the message (or leaves it to reappear when its
+     * visibility runs out) and reports a refused dead-letter copy at ERROR once per message, at
+     * WARN after that (docs/ADAPTERS.md). Default {@code false}: {@code survive} logs it.
+     *
+     * @param failure what processing threw
+     */
+    default boolean reportsItself(Throwable failure) {
+      return false;
+    }
   }
 
   /**
@@ -112,7 +126,9 @@ public final class AdapterWorker {
         }
         return null;
       }
-      if (e instanceof IdempotencyException && e.getCause() instanceof InterruptedException) {
+      if (handBack.reportsItself(e)) {
+        // the adapter's hand-back logs it, in its own words
+      } else if (e instanceof IdempotencyException && e.getCause() instanceof InterruptedException) {
         // close() interrupted the settlement: not a failure of the message
         log.warn("{}: {}; handed back to the broker in {}", what.get(), e.getMessage(), backoff);
       } else {

@@ -45,6 +45,34 @@ class AdapterWorkerTest {
   }
 
   @Test
+  void aHandBackThatReportsItselfIsStillCalledAfterTheBackoff() {
+    List<Throwable> reported = new ArrayList<>();
+    AdapterWorker.HandBack reporting = new AdapterWorker.HandBack() {
+      @Override
+      public void handBack(Throwable failure, Duration after) {
+        reported.add(failure);
+        handedBack.add(after);
+      }
+
+      @Override
+      public boolean reportsItself(Throwable failure) {
+        return true;
+      }
+    };
+    AssertionError thrown = new AssertionError("listener error");
+    Object result = AdapterWorker.survive(() -> "m", () -> {
+      throw thrown;
+    }, () -> new SettlementRecord(), reporting, BACKOFF, () -> fatal.set(true), QUIET);
+    assertThat(result).isNull();
+    assertThat(reported).containsExactly(thrown);
+    assertThat(handedBack).containsExactly(BACKOFF);
+    assertThat(new AdapterWorker.HandBack() {
+      @Override
+      public void handBack(Throwable failure, Duration after) {}
+    }.reportsItself(thrown)).as("default: survive logs it").isFalse();
+  }
+
+  @Test
   void settledDeliveryIsLeftAlone() {
     SettlementRecord record = new SettlementRecord();
     Object result = run(() -> {
