@@ -2,20 +2,25 @@ package io.idem.rabbitmq;
 
 import io.idem.BrokerConsumer;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
+import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import io.idem.testkit.CrashMatrixContext;
+import io.idem.testkit.CrashPoint;
 import java.time.Duration;
 
 /**
  * The adapter kit's crash matrix consumer ({@link RabbitAdapterCompatibilityIT#crashConsumerFactory}),
  * run in the child JVM: the kit's pipeline on the MyBatis store, a RabbitMQ consumer configured
  * as {@link TestQueue#configBuilder()} configures the kit's own. Properties: {@code uri}, {@code
- * queue-type}.
+ * queue-type}. Its channels call {@link CrashInjector#atBrokerOperation} with DURING_ACK once
+ * {@code basicAck} returned, and with DEAD_LETTER_COPY_STORED once the confirm wait of a published
+ * copy returned (the consumer publishes dead-letter copies only; the copy is confirmed in the
+ * dead-letter queue, the original not acked).
  */
 public final class RabbitCrashMatrixFactory implements CrashMatrixConsumerFactory {
 
   @Override
-  public BrokerConsumer start(CrashMatrixContext context) {
+  public BrokerConsumer start(CrashMatrixContext context) throws Exception {
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(context.sessions()).build();
     RabbitQueueType type = RabbitQueueType.valueOf(context.property("queue-type"));
     RabbitConsumerConfig.Builder config = RabbitConsumerConfig.builder(context.destination())
@@ -28,8 +33,19 @@ public final class RabbitCrashMatrixFactory implements CrashMatrixConsumerFactor
     if (type == RabbitQueueType.QUORUM) {
       config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
     }
+    CrashInjector crashes = context.crashInjector();
+    RecordingConnectionFactory connections = new RecordingConnectionFactory();
+    connections.setUri(context.property("uri"));
+    connections.afterOperation = method -> {
+      switch (method) {
+        case "basicAck" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
+        case "waitForConfirms", "waitForConfirmsOrDie" ->
+            crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
+        default -> { }
+      }
+    };
     RabbitIdempotentConsumer consumer =
-        RabbitIdempotentConsumer.create(config.build(), context.kitPipeline(store));
+        RabbitIdempotentConsumer.create(config.build(), context.kitPipeline(store), connections);
     consumer.start();
     return consumer;
   }

@@ -640,6 +640,12 @@ public abstract class BrokerAdapterCompatibilityKit {
     }
 
     @Test
+    @DisplayName("killed after the dead-letter copy was stored, before the original was removed: dead-lettered, never applied, the others applied once")
+    void crashAfterDeadLetterCopyStored() {
+      runMatrix(List.of(CrashPoint.DEAD_LETTER_COPY_STORED), false);
+    }
+
+    @Test
     @DisplayName("a process-killing message is dead-lettered after at most maxAttempts deaths, the others applied once")
     void processKillingMessage() {
       runMatrix(List.of(), true);
