@@ -649,8 +649,11 @@ public final class CrashMatrix {
     /**
      * The factory wraps its broker client and calls {@link CrashInjector#atBrokerOperation}:
      * {@link CrashPoint#DURING_ACK} then halts inside the settling broker call (the child runs
-     * with {@code idem.crash.broker-calls=intercepted}). Default false: a helper thread halts the
-     * JVM a moment after the commit.
+     * with {@code idem.crash.broker-calls=intercepted}) — the four adapters' kit factories do
+     * (Kafka {@code commitSync}, RabbitMQ {@code basicAck}, SQS {@code DeleteMessage} / {@code
+     * DeleteMessageBatch}, JMS {@code Session.commit()}). Default false: a helper thread halts the
+     * JVM a moment after the commit. {@link CrashPoint#DEAD_LETTER_COPY_STORED} always runs
+     * intercepted.
      */
     public Builder interceptedBrokerCalls(boolean value) {
       this.interceptedBrokerCalls = value;
