@@ -5,7 +5,6 @@ import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.CrashInjector;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import io.idem.testkit.CrashMatrixContext;
-import io.idem.testkit.CrashPoint;
 import java.time.Duration;
 
 /**
@@ -33,17 +32,8 @@ public final class RabbitCrashMatrixFactory implements CrashMatrixConsumerFactor
     if (type == RabbitQueueType.QUORUM) {
       config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
     }
-    CrashInjector crashes = context.crashInjector();
-    RecordingConnectionFactory connections = new RecordingConnectionFactory();
+    RecordingConnectionFactory connections = new RecordingConnectionFactory().crashingAt(context.crashInjector());
     connections.setUri(context.property("uri"));
-    connections.afterOperation = method -> {
-      switch (method) {
-        case "basicAck" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
-        case "waitForConfirms", "waitForConfirmsOrDie" ->
-            crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
-        default -> { }
-      }
-    };
     RabbitIdempotentConsumer consumer =
         RabbitIdempotentConsumer.create(config.build(), context.kitPipeline(store), connections);
     consumer.start();

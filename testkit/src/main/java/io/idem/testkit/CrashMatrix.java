@@ -367,7 +367,8 @@ public final class CrashMatrix {
    * docs/FAILURES.md "Dead-lettering twice": every failing key in the dead-letter destination
    * with cause NON_RETRYABLE, each copy carrying the consumer group and the key; one copy where the
    * destination drops the second ({@link Builder#deadLetterCopiesDeduplicated}), else at most one
-   * more copy per crash (the crash life is the only one that may crash at the point).
+   * more copy per crash (the crash life is the only one that may crash at the point) and the
+   * halted key's second copy present.
    */
   private void checkDeadLetterCopies(String group, List<String> deadLetterKeys,
       Map<String, List<DeadLetteredMessage>> copies, List<String> problems) {
@@ -396,6 +397,12 @@ public final class CrashMatrix {
     if (!tooMany.isEmpty()) {
       problems.add("more dead-letter copies than " + most + " of " + tooMany
           + (b.deadLetterCopiesDeduplicated ? " (the destination should have dropped the second)" : ""));
+    }
+    if (!b.deadLetterCopiesDeduplicated && lost.isEmpty()
+        && copies.values().stream().noneMatch(of -> of.size() == 2)) {
+      problems.add("no key has a second dead-letter copy, though the halted copy's original was not removed:"
+          + " it must have come back and been dead-lettered again (a destination that drops the second copy:"
+          + " deadLetterCopiesDeduplicated(true))");
     }
   }
 
@@ -534,9 +541,9 @@ public final class CrashMatrix {
      * broker stored a dead-letter copy, before the original is removed (the crash life runs with
      * intercepted broker calls whatever {@link #interceptedBrokerCalls} says). Those keys must
      * end in the dead-letter destination with cause NON_RETRYABLE, each copy carrying the
-     * consumer group and the key, never applied; at most two copies each (the second stored after
-     * the crash, docs/FAILURES.md "Dead-lettering twice"), exactly one with {@link
-     * #deadLetterCopiesDeduplicated}.
+     * consumer group and the key, never applied; at most two copies each, and two of the halted
+     * key (the second stored when its original came back, docs/FAILURES.md "Dead-lettering
+     * twice"), or exactly one each with {@link #deadLetterCopiesDeduplicated}.
      */
     public Builder points(CrashPoint... value) {
       EnumSet<CrashPoint> set = EnumSet.noneOf(CrashPoint.class);
@@ -664,7 +671,7 @@ public final class CrashMatrix {
      * The dead-letter destination drops a second copy of a message (an SQS FIFO dead-letter queue;
      * Artemis' duplicate detection in a {@code CLIENT_ACKNOWLEDGE} session — docs/FAILURES.md "The
      * second copy"): {@link CrashPoint#DEAD_LETTER_COPY_STORED} then requires exactly one copy per
-     * dead-lettered key. Default false: at most two.
+     * dead-lettered key. Default false: at most two, and two of some key (the halted one).
      */
     public Builder deadLetterCopiesDeduplicated(boolean value) {
       this.deadLetterCopiesDeduplicated = value;
