@@ -372,6 +372,9 @@ public final class CrashMatrix {
    */
   private void checkDeadLetterCopies(String group, List<String> deadLetterKeys,
       Map<String, List<DeadLetteredMessage>> copies, List<String> problems) {
+    if (deadLetterKeys.isEmpty()) {
+      return; // not the dead-letter point
+    }
     int most = b.deadLetterCopiesDeduplicated ? 1 : 2;
     List<String> lost = new ArrayList<>();
     List<String> tooMany = new ArrayList<>();
