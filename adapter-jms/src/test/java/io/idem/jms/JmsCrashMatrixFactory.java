@@ -4,6 +4,7 @@ import io.idem.BrokerConsumer;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import io.idem.testkit.CrashMatrixContext;
+import io.idem.testkit.CrashPoint;
 import java.time.Duration;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 
@@ -11,21 +12,29 @@ import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
  * The adapter kit's crash matrix consumer ({@link JmsAdapterCompatibilityIT#crashConsumerFactory}),
  * run in the child JVM: the kit's pipeline on the MyBatis store and a {@link JmsIdempotentConsumer}
  * configured as {@link JmsHarness#config()} configures the kit's own (two worker sessions).
- * Properties {@code url} (the Artemis core URL), optional {@code user} and {@code password}.
+ * Properties {@code url} (the Artemis core URL), optional {@code user} and {@code password}. Its
+ * connections ({@link JmsCrashingConnections}) pass DURING_ACK after {@code Session.commit()} and
+ * DEAD_LETTER_COPY_STORED after the dead-letter {@code send} of a {@code CLIENT_ACKNOWLEDGE}
+ * session. Every point runs in the default transacted session, except DEAD_LETTER_COPY_STORED:
+ * there the copy and the removal of the original are one commit in a transacted session, so that
+ * point runs (in every life) in {@code CLIENT_ACKNOWLEDGE}, where they are two operations.
  */
 public final class JmsCrashMatrixFactory implements CrashMatrixConsumerFactory {
 
   @Override
   public BrokerConsumer start(CrashMatrixContext context) {
     MyBatisProcessedEventStore store = MyBatisProcessedEventStore.builder(context.sessions()).build();
-    ActiveMQConnectionFactory connections = new ActiveMQConnectionFactory(context.property("url"));
+    String queue = context.destination();
+    ActiveMQConnectionFactory connections =
+        new JmsCrashingConnections(context.property("url"), queue + ".dlq", context.crashInjector());
     String user = context.properties().get("user");
     if (user != null) {
       connections.setUser(user);
       connections.setPassword(context.properties().getOrDefault("password", ""));
     }
-    String queue = context.destination();
+    boolean copyThenRemoval = context.point().equals(CrashPoint.DEAD_LETTER_COPY_STORED.name());
     JmsConsumerConfig config = JmsConsumerConfig.builder(connections, queue, queue + ".dlq")
+        .sessionMode(copyThenRemoval ? JmsSessionMode.CLIENT_ACKNOWLEDGE : JmsSessionMode.TRANSACTED)
         .receiveTimeout(Duration.ofMillis(200))
         .shutdownTimeout(Duration.ofSeconds(20))
         .reconnectBackoff(Duration.ofMillis(200))

@@ -7,16 +7,7 @@ import io.idem.fixtures.PostgresFixture;
 import io.idem.jms.JmsTestDatabase.Effects;
 import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import io.idem.testkit.CrashInjector;
-import io.idem.testkit.CrashPoint;
-import jakarta.jms.Connection;
-import jakarta.jms.JMSException;
-import jakarta.jms.MessageProducer;
-import jakarta.jms.Queue;
-import jakarta.jms.Session;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
-import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.apache.ibatis.session.SqlSession;
 
 /**
@@ -25,8 +16,9 @@ import org.apache.ibatis.session.SqlSession;
  * which halts the JVM mid-flight. Arguments: JMS URL, queue, dead-letter queue, schema, consumer
  * group, effects run id. {@code -Didem.jms.maxBatchSize} (default 1, per-message mode) sets the
  * batch size, {@code -Didem.jms.sessionMode} (default TRANSACTED) the session mode. A message with
- * the header {@code x-fail} fails its handler with a {@link NonRetryableException}; the JVM halts at
- * {@link CrashPoint#DEAD_LETTER_COPY_STORED} once a producer's {@code send} returned.
+ * the header {@code x-fail} fails its handler with a {@link NonRetryableException}. Broker calls
+ * pass the crash points through {@link JmsCrashingConnections}: DURING_ACK after {@code commit()},
+ * DEAD_LETTER_COPY_STORED after a dead-letter {@code send} in a {@code CLIENT_ACKNOWLEDGE} session.
  */
 public final class JmsCrashVictim {
   private JmsCrashVictim() {}
@@ -56,7 +48,7 @@ public final class JmsCrashVictim {
         .listener(crashes)
         .build();
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(
-        JmsConsumerConfig.builder(interceptingCommits(url, deadLetterQueue, crashes), queue, deadLetterQueue)
+        JmsConsumerConfig.builder(new JmsCrashingConnections(url, deadLetterQueue, crashes), queue, deadLetterQueue)
             .receiveTimeout(Duration.ofMillis(200))
             .maxBatchSize(Integer.getInteger("idem.jms.maxBatchSize", 1))
             .sessionMode(JmsSessionMode.valueOf(System.getProperty("idem.jms.sessionMode", "TRANSACTED")))
@@ -68,65 +60,5 @@ public final class JmsCrashVictim {
     System.out.println("VICTIM-DID-NOT-CRASH");
     consumer.close();
     System.exit(3);
-  }
-
-  /**
-   * Artemis' factory (so the adapter still reads the broker's limits) whose sessions halt the JVM
-   * at {@link CrashPoint#DURING_ACK} once {@code Session.commit()} returned from the broker: the
-   * consumed message is settled, the adapter never learned it.
-   */
-  @SuppressWarnings("serial")
-  private static ActiveMQConnectionFactory interceptingCommits(
-      String url, String deadLetterQueue, CrashInjector crashes) {
-    return new ActiveMQConnectionFactory(url) {
-      @Override
-      public Connection createConnection() throws JMSException {
-        return intercepted(super.createConnection(), deadLetterQueue, crashes);
-      }
-
-      @Override
-      public Connection createConnection(String user, String password) throws JMSException {
-        return intercepted(super.createConnection(user, password), deadLetterQueue, crashes);
-      }
-    };
-  }
-
-  private static Connection intercepted(Connection real, String deadLetterQueue, CrashInjector crashes) {
-    if (Proxy.isProxyClass(real.getClass())) {
-      return real; // createConnection() may go through createConnection(user, password)
-    }
-    return proxy(Connection.class, real, (method, result) -> method.equals("createSession")
-        ? proxy(Session.class, (Session) result, (m, r) -> {
-            if (m.equals("commit")) {
-              crashes.atBrokerOperation(CrashPoint.DURING_ACK, "commit");
-            }
-            if (m.equals("createProducer") && ((MessageProducer) r).getDestination() instanceof Queue q
-                && deadLetterQueue.equals(q.getQueueName())) { // the copy sent, not yet acked
-              return proxy(MessageProducer.class, (MessageProducer) r, (pm, pr) -> {
-                if (pm.equals("send")) {
-                  crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, "send");
-                }
-                return pr;
-              });
-            }
-            return r;
-          })
-        : result);
-  }
-
-  private interface After {
-    Object after(String method, Object result) throws Exception;
-  }
-
-  private static <T> T proxy(Class<T> type, T real, After after) {
-    return type.cast(Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (p, method, args) -> {
-      Object result;
-      try {
-        result = method.invoke(real, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
-      }
-      return after.after(method.getName(), result);
-    }));
   }
 }

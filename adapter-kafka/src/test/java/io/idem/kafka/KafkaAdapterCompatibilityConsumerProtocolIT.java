@@ -1,7 +1,8 @@
 package io.idem.kafka;
 
 import io.idem.testkit.BrokerHarness;
-import io.idem.testkit.CrashMatrixConsumerFactory;
+import io.idem.testkit.CrashMatrix;
+import java.time.Duration;
 import java.util.Map;
 
 /**
@@ -15,9 +16,19 @@ class KafkaAdapterCompatibilityConsumerProtocolIT extends KafkaAdapterCompatibil
     return new KafkaHarness(name, Map.of("group.protocol", "consumer"));
   }
 
-  /** The crash matrix runs once for Kafka, in {@link KafkaAdapterCompatibilityIT} (classic protocol). */
+  /**
+   * The crash matrix on this protocol too: the child's consumer cannot shorten its session (the
+   * consumer protocol refuses {@code session.timeout.ms}), so a crashed member keeps its
+   * partitions for the broker's {@code group.consumer.session.timeout.ms} (45 s by default).
+   */
   @Override
-  protected Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
-    return null;
+  String groupProtocol() {
+    return "consumer";
+  }
+
+  /** Each child life after a crash first waits out the broker's 45 s session timeout. */
+  @Override
+  protected CrashMatrix.Builder crashMatrix(CrashMatrix.Builder matrix) {
+    return super.crashMatrix(matrix).timeout(Duration.ofSeconds(120));
   }
 }

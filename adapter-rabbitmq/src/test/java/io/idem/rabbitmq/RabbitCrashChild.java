@@ -7,7 +7,6 @@ import io.idem.InboundMessage;
 import io.idem.ProcessingOutcome;
 import io.idem.fixtures.RabbitFixture;
 import io.idem.testkit.CrashInjector;
-import io.idem.testkit.CrashPoint;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,15 +31,7 @@ public final class RabbitCrashChild {
       CrashInjector crashes = CrashInjector.fromSystemProperties();
       // the crash points inside broker calls: the channel call returned (the broker took the ack;
       // the dead-letter copy was confirmed), the JVM halts before the adapter goes on
-      RecordingConnectionFactory factory = new RecordingConnectionFactory();
-      factory.afterOperation = method -> {
-        switch (method) {
-          case "basicAck" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
-          case "waitForConfirmsOrDie", "waitForConfirms" ->
-              crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
-          default -> { }
-        }
-      };
+      RecordingConnectionFactory factory = new RecordingConnectionFactory().crashingAt(crashes);
       IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
           .consumerGroup(args[3])
           .handler(TestDatabase.recordingHandler())

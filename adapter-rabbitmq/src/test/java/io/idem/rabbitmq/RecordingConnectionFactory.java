@@ -4,6 +4,8 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import io.idem.fixtures.RabbitFixture;
+import io.idem.testkit.CrashInjector;
+import io.idem.testkit.CrashPoint;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -34,6 +36,24 @@ class RecordingConnectionFactory extends ConnectionFactory {
 
   RecordingConnectionFactory() throws Exception {
     setUri(RabbitFixture.shared().uri());
+  }
+
+  /**
+   * The crash points inside channel calls, for a crash child: once the broker client returned,
+   * DURING_ACK after {@code basicAck} (the broker took the ack), DEAD_LETTER_COPY_STORED after a
+   * confirm wait (the consumer publishes dead-letter copies only: the copy is confirmed, the
+   * original not acked yet).
+   */
+  RecordingConnectionFactory crashingAt(CrashInjector crashes) {
+    afterOperation = method -> {
+      switch (method) {
+        case "basicAck" -> crashes.atBrokerOperation(CrashPoint.DURING_ACK, method);
+        case "waitForConfirmsOrDie", "waitForConfirms" ->
+            crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, method);
+        default -> { }
+      }
+    };
+    return this;
   }
 
   /** The next {@code newConnection} waits until the returned latch is counted down. */

@@ -83,9 +83,16 @@ public abstract class BrokerAdapterCompatibilityKit {
   /**
    * The crash matrix's consumer factory ({@link CrashMatrix}): it starts this adapter in the
    * child JVM on {@link CrashMatrixContext#destination()} with {@link
-   * CrashMatrixContext#kitPipeline} on the adapter's store. Default {@code null}: this subclass
-   * leaves the crash tests out (reported as aborted) — for a variant of a broker whose matrix a
-   * sibling subclass runs. Every adapter must return one in at least one kit subclass.
+   * CrashMatrixContext#kitPipeline} on the adapter's store, configured as this subclass's variant
+   * (queue type, FIFO, batch size, group protocol: pass it in {@link #crashProperties}). Every
+   * variant of a real broker returns one: the four adapters run the matrix in each of their kit
+   * subclasses (Kafka on both group protocols, RabbitMQ classic and quorum, SQS standard and FIFO
+   * per message and in batches, JMS). Default {@code null} leaves the crash tests out (aborted,
+   * with that reason), which is only right where a child JVM cannot be crashed against the broker
+   * at all — an in-memory broker inside the test JVM (the testkit's own {@code FakeBroker}), which
+   * dies with it; run such a kit without the {@value #CRASH_MATRIX_TAG} tag. The factory must hook
+   * the adapter's broker calls for {@link CrashPoint#DEAD_LETTER_COPY_STORED} (and, with {@link
+   * CrashMatrix.Builder#interceptedBrokerCalls}, DURING_ACK): see {@link CrashMatrix.Builder#points}.
    */
   protected @Nullable Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
     return null;
@@ -595,10 +602,10 @@ public abstract class BrokerAdapterCompatibilityKit {
 
     private void runMatrix(List<CrashPoint> points, boolean poison) {
       Class<? extends CrashMatrixConsumerFactory> factory = crashConsumerFactory();
-      // an explicit opt-out of one kit subclass, never a missing server: the variants of a broker
-      // whose matrix runs once in a sibling (SQS FIFO and batch mode, Kafka's consumer protocol)
+      // an explicit opt-out of one kit subclass, never a missing server: a broker that lives in
+      // the test JVM cannot outlive a crashed child (see crashConsumerFactory())
       org.junit.jupiter.api.Assumptions.assumeTrue(factory != null,
-          "no crashConsumerFactory(): this kit subclass leaves the crash matrix to a sibling");
+          "no crashConsumerFactory(): this kit subclass cannot run the crash matrix");
       if (factory == null) {
         return;
       }
@@ -637,6 +644,12 @@ public abstract class BrokerAdapterCompatibilityKit {
     @DisplayName("killed during the ack: every key applied exactly once")
     void crashDuringAck() {
       runMatrix(List.of(CrashPoint.DURING_ACK), false);
+    }
+
+    @Test
+    @DisplayName("killed after the dead-letter copy was stored, before the original was removed: dead-lettered, never applied, the others applied once")
+    void crashAfterDeadLetterCopyStored() {
+      runMatrix(List.of(CrashPoint.DEAD_LETTER_COPY_STORED), false);
     }
 
     @Test

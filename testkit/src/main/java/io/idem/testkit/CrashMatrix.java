@@ -24,8 +24,9 @@ import org.jspecify.annotations.Nullable;
  * -9}) at the point, restarts it without a crash until everything is settled, and reports the
  * effects per key: every key applied exactly once, nothing missing, nothing dead-lettered (the
  * poison aside: dead-lettered with {@code MAX_ATTEMPTS_EXCEEDED} after at most maxAttempts deaths,
- * the messages around it applied once). The broker and the database live in the parent (the test
- * JVM) and outlive every child.
+ * the messages around it applied once; at {@link CrashPoint#DEAD_LETTER_COPY_STORED} the keys whose
+ * handler fails dead-lettered, never applied, at most one more copy after the crash). The broker
+ * and the database live in the parent (the test JVM) and outlive every child.
  *
  * <pre>{@code
  * CrashMatrixReport report = CrashMatrix.builder(MyCrashFactory.class)
@@ -51,6 +52,14 @@ import org.jspecify.annotations.Nullable;
 public final class CrashMatrix {
   /** The name of the process-killing-message point in the report: {@value}. */
   public static final String POISON = CrashInjector.POISON;
+
+  /**
+   * The header ({@value}, value {@code true}) of the messages whose handler must fail with a
+   * {@link io.idem.NonRetryableException} at {@link CrashPoint#DEAD_LETTER_COPY_STORED}, so that
+   * they are dead-lettered: {@link CrashMatrixContext#kitPipeline} does, a user's handler is
+   * wrapped with {@link CrashMatrixContext#deadLettering}.
+   */
+  public static final String DEAD_LETTER_HEADER = "crash-matrix-dead-letter";
 
   /**
    * The database the child's {@link CrashMatrixContext#dataSource()} connects to.
@@ -133,6 +142,7 @@ public final class CrashMatrix {
     List<String> problems = new ArrayList<>();
     List<CrashMatrixReport.Life> lives = new ArrayList<>();
     List<String> keys = new ArrayList<>();
+    List<String> deadLetterKeys = new ArrayList<>();
     @Nullable String poisonKey = point == null ? run + "-poison" : null;
     Map<String, Integer> effects = new LinkedHashMap<>();
     List<String> doubled = new ArrayList<>();
@@ -142,6 +152,12 @@ public final class CrashMatrix {
       harness.useConsumerGroup(group);
       for (int i = 0; i < b.messages; i++) {
         String key = run + "-" + i;
+        if (point == CrashPoint.DEAD_LETTER_COPY_STORED && i % 4 == 3) {
+          // dead-lettered by the handler (never a producer duplicate: that would be a replay)
+          deadLetterKeys.add(key);
+          harness.publish(Map.of(b.keyHeader, key, DEAD_LETTER_HEADER, "true"), b.payload.apply(key));
+          continue;
+        }
         keys.add(key);
         publish(harness, key);
         if (i % 4 == 1) {
@@ -151,11 +167,10 @@ public final class CrashMatrix {
           publish(harness, poisonKey); // behind two good messages, ahead of the rest
         }
       }
-      List<String> jvmArgs = baseJvmArgs(harness, group, run);
-      Lives state = new Lives(harness, keys, poisonKey, run);
+      List<String> jvmArgs = baseJvmArgs(harness, name, group, run);
+      Lives state = new Lives(harness, keys, deadLetterKeys, poisonKey, run);
       if (point != null && !crashLife(name, point, jvmArgs, state, lives, problems)) {
-        return collect(name, group, run, keys, poisonKey, harness, effects, doubled, missing, deadLetters,
-            lives, problems, false);
+        return collect(name, group, state, effects, doubled, missing, deadLetters, lives, problems, false);
       }
       int deaths = 0;
       for (int life = 1; ; life++) {
@@ -188,8 +203,7 @@ public final class CrashMatrix {
             lives.add(new CrashMatrixReport.Life(label, null, null, child.lines()));
             problems.add(label + " did not settle every message within " + b.timeout + ": " + state.describe()
                 + "; destroyed");
-            return collect(name, group, run, keys, poisonKey, harness, effects, doubled, missing, deadLetters,
-                lives, problems, false);
+            return collect(name, group, state, effects, doubled, missing, deadLetters, lives, problems, false);
           }
           child.requestStop();
           Integer status = child.waitFor(b.timeout);
@@ -203,8 +217,7 @@ public final class CrashMatrix {
           break;
         }
       }
-      return collect(name, group, run, keys, poisonKey, harness, effects, doubled, missing, deadLetters,
-          lives, problems, true);
+      return collect(name, group, state, effects, doubled, missing, deadLetters, lives, problems, true);
     }
   }
 
@@ -213,8 +226,12 @@ public final class CrashMatrix {
       List<CrashMatrixReport.Life> lives, List<String> problems) {
     List<String> args = new ArrayList<>(jvmArgs);
     args.add("-Didem.crash.point=" + point.name());
-    args.add("-Didem.crash.after=" + b.crashAfter);
-    if (b.interceptedBrokerCalls) {
+    // the dead-letter copies are a quarter of the messages: halt at one of them, the last at most
+    int after = point == CrashPoint.DEAD_LETTER_COPY_STORED
+        ? Math.min(b.crashAfter, state.deadLetterKeys.size() - 1)
+        : b.crashAfter;
+    args.add("-Didem.crash.after=" + after);
+    if (b.interceptedBrokerCalls || point == CrashPoint.DEAD_LETTER_COPY_STORED) {
       args.add("-Didem.crash.broker-calls=intercepted");
     }
     String label = name + "-crash";
@@ -277,24 +294,30 @@ public final class CrashMatrix {
     return child.lines().stream().filter(l -> l.startsWith("IDEM-CRASH " + point + " ")).findFirst().orElse(null);
   }
 
-  private CrashMatrixReport.Point collect(String name, String group, String run, List<String> keys,
-      @Nullable String poisonKey, BrokerHarness harness, Map<String, Integer> effects, List<String> doubled,
-      List<String> missing, List<DeadLetteredMessage> deadLetters, List<CrashMatrixReport.Life> lives,
-      List<String> problems, boolean finished) {
-    List<String> all = new ArrayList<>(keys);
+  private CrashMatrixReport.Point collect(String name, String group, Lives state, Map<String, Integer> effects,
+      List<String> doubled, List<String> missing, List<DeadLetteredMessage> deadLetters,
+      List<CrashMatrixReport.Life> lives, List<String> problems, boolean finished) {
+    String run = state.run;
+    @Nullable String poisonKey = state.poisonKey;
+    List<String> all = new ArrayList<>(state.keys);
+    all.addAll(state.deadLetterKeys);
     if (poisonKey != null) {
       all.add(poisonKey);
     }
+    List<String> appliedDeadLetters = new ArrayList<>();
     for (String key : all) {
       int count = count(run, key);
       effects.put(key, count);
+      boolean mustNotApply = key.equals(poisonKey) || state.deadLetterKeys.contains(key);
       if (count > 1) {
         doubled.add(key);
-      } else if (count == 0 && !key.equals(poisonKey)) {
+      } else if (count == 0 && !mustNotApply) {
         missing.add(key);
+      } else if (count == 1 && state.deadLetterKeys.contains(key)) {
+        appliedDeadLetters.add(key);
       }
     }
-    deadLetters.addAll(harness.deadLetters());
+    deadLetters.addAll(state.harness.deadLetters());
     if (finished) {
       if (!doubled.isEmpty()) {
         problems.add("applied more than once: " + doubled);
@@ -302,10 +325,14 @@ public final class CrashMatrix {
       if (!missing.isEmpty()) {
         problems.add("never applied: " + missing);
       }
+      if (!appliedDeadLetters.isEmpty()) {
+        problems.add("applied though its handler failed (must be dead-lettered only): " + appliedDeadLetters);
+      }
       if (poisonKey != null && effects.getOrDefault(poisonKey, 0) != 0) {
         problems.add("the process-killing message's effect was committed");
       }
       List<DeadLetteredMessage> unexpected = new ArrayList<>();
+      Map<String, List<DeadLetteredMessage>> copies = new LinkedHashMap<>();
       boolean poisonDeadLettered = false;
       for (DeadLetteredMessage letter : deadLetters) {
         String key = keyOf(letter);
@@ -315,6 +342,8 @@ public final class CrashMatrix {
                 + ", not " + DeadLetterCause.MAX_ATTEMPTS_EXCEEDED + ": " + letter.detail());
           }
           poisonDeadLettered = true;
+        } else if (key != null && state.deadLetterKeys.contains(key)) {
+          copies.computeIfAbsent(key, k -> new ArrayList<>()).add(letter);
         } else {
           unexpected.add(letter);
         }
@@ -325,12 +354,59 @@ public final class CrashMatrix {
       if (poisonKey != null && !poisonDeadLettered) {
         problems.add("the process-killing message " + poisonKey + " is not in the dead-letter destination");
       }
-      long pending = harness.pendingCount();
+      checkDeadLetterCopies(group, state.deadLetterKeys, copies, problems);
+      long pending = state.harness.pendingCount();
       if (pending != 0) {
         problems.add(pending + " message(s) still pending after the last child stopped");
       }
     }
     return new CrashMatrixReport.Point(name, group, effects, doubled, missing, deadLetters, lives, problems);
+  }
+
+  /**
+   * docs/FAILURES.md "Dead-lettering twice": every failing key in the dead-letter destination
+   * with cause NON_RETRYABLE, each copy carrying the consumer group and the key; one copy where the
+   * destination drops the second ({@link Builder#deadLetterCopiesDeduplicated}), else at most one
+   * more copy per crash (the crash life is the only one that may crash at the point) and the
+   * halted key's second copy present.
+   */
+  private void checkDeadLetterCopies(String group, List<String> deadLetterKeys,
+      Map<String, List<DeadLetteredMessage>> copies, List<String> problems) {
+    if (deadLetterKeys.isEmpty()) {
+      return; // not the dead-letter point
+    }
+    int most = b.deadLetterCopiesDeduplicated ? 1 : 2;
+    List<String> lost = new ArrayList<>();
+    List<String> tooMany = new ArrayList<>();
+    for (String key : deadLetterKeys) {
+      List<DeadLetteredMessage> of = copies.getOrDefault(key, List.of());
+      if (of.isEmpty()) {
+        lost.add(key);
+      } else if (of.size() > most) {
+        tooMany.add(key + " x" + of.size());
+      }
+      for (DeadLetteredMessage copy : of) {
+        if (!DeadLetterCause.NON_RETRYABLE.name().equals(copy.cause())
+            || !key.equals(copy.headers().get(DeadLetterReason.HEADER_KEY))
+            || !group.equals(copy.headers().get(DeadLetterReason.HEADER_CONSUMER_GROUP))) {
+          problems.add("a dead-letter copy of " + key + " lacks cause " + DeadLetterCause.NON_RETRYABLE
+              + ", its key or its consumer group " + group + ": " + copy.headers());
+        }
+      }
+    }
+    if (!lost.isEmpty()) {
+      problems.add("failing message(s) not in the dead-letter destination: " + lost);
+    }
+    if (!tooMany.isEmpty()) {
+      problems.add("more dead-letter copies than " + most + " of " + tooMany
+          + (b.deadLetterCopiesDeduplicated ? " (the destination should have dropped the second)" : ""));
+    }
+    if (!b.deadLetterCopiesDeduplicated && lost.isEmpty()
+        && copies.values().stream().noneMatch(of -> of.size() == 2)) {
+      problems.add("no key has a second dead-letter copy, though the halted copy's original was not removed:"
+          + " it must have come back and been dead-lettered again (a destination that drops the second copy:"
+          + " deadLetterCopiesDeduplicated(true))");
+    }
   }
 
   private int count(String run, String key) {
@@ -350,9 +426,10 @@ public final class CrashMatrix {
     harness.publish(Map.of(b.keyHeader, key), b.payload.apply(key));
   }
 
-  private List<String> baseJvmArgs(BrokerHarness harness, String group, String run) {
+  private List<String> baseJvmArgs(BrokerHarness harness, String name, String group, String run) {
     List<String> args = new ArrayList<>(b.jvmArgs);
     String p = CrashMatrixChild.PREFIX;
+    args.add("-D" + p + "point=" + name);
     args.add("-D" + p + "destination=" + harness.destination());
     args.add("-D" + p + "group=" + group);
     args.add("-D" + p + "run=" + run);
@@ -373,12 +450,15 @@ public final class CrashMatrix {
   private final class Lives {
     private final BrokerHarness harness;
     private final List<String> keys;
+    private final List<String> deadLetterKeys;
     private final @Nullable String poisonKey;
     private final String run;
 
-    Lives(BrokerHarness harness, List<String> keys, @Nullable String poisonKey, String run) {
+    Lives(BrokerHarness harness, List<String> keys, List<String> deadLetterKeys, @Nullable String poisonKey,
+        String run) {
       this.harness = harness;
       this.keys = keys;
+      this.deadLetterKeys = deadLetterKeys;
       this.poisonKey = poisonKey;
       this.run = run;
     }
@@ -392,13 +472,19 @@ public final class CrashMatrix {
           return false;
         }
       }
-      return poisonKey == null || harness.deadLetters().stream().anyMatch(l -> poisonKey.equals(keyOf(l)));
+      if (poisonKey == null && deadLetterKeys.isEmpty()) {
+        return true;
+      }
+      Set<String> deadLettered = new java.util.HashSet<>();
+      harness.deadLetters().forEach(l -> deadLettered.add(keyOf(l)));
+      return (poisonKey == null || deadLettered.contains(poisonKey)) && deadLettered.containsAll(deadLetterKeys);
     }
 
     String describe() {
       long applied = keys.stream().filter(k -> count(run, k) > 0).count();
       return applied + " of " + keys.size() + " keys applied, " + harness.pendingCount() + " pending, "
-          + harness.deadLetters().size() + " dead letter(s)";
+          + harness.deadLetters().size() + " dead letter(s)"
+          + (deadLetterKeys.isEmpty() ? "" : " (" + deadLetterKeys.size() + " keys to dead-letter)");
     }
   }
 
@@ -424,6 +510,7 @@ public final class CrashMatrix {
     private Function<BrokerHarness, Map<String, String>> harnessProperties = h -> Map.of();
     private final List<String> jvmArgs = new ArrayList<>(List.of("-Xmx256m"));
     private boolean interceptedBrokerCalls;
+    private boolean deadLetterCopiesDeduplicated;
 
     private Builder(Class<? extends CrashMatrixConsumerFactory> factory) {
       this.factory = Objects.requireNonNull(factory, "factory");
@@ -449,16 +536,21 @@ public final class CrashMatrix {
 
     /**
      * The crash points to run, in enum order; default BEFORE_CLAIM, AFTER_HANDLER, AFTER_COMMIT,
-     * DURING_ACK. {@link CrashPoint#DEAD_LETTER_COPY_STORED} needs a factory that wraps its
-     * broker client ({@link #interceptedBrokerCalls}) and messages that are dead-lettered: not
-     * supported by the runner's messages yet.
+     * DURING_ACK. {@link CrashPoint#DEAD_LETTER_COPY_STORED} (not a default) publishes a quarter
+     * of the keys with {@link CrashMatrix#DEAD_LETTER_HEADER}, whose handler must fail with a
+     * {@link io.idem.NonRetryableException} ({@link CrashMatrixContext#kitPipeline} does; wrap a
+     * handler of your own with {@link CrashMatrixContext#deadLettering}), and needs a factory
+     * whose broker client calls {@link CrashInjector#atBrokerOperation} with that point once the
+     * broker stored a dead-letter copy, before the original is removed (the crash life runs with
+     * intercepted broker calls whatever {@link #interceptedBrokerCalls} says). Those keys must
+     * end in the dead-letter destination with cause NON_RETRYABLE, each copy carrying the
+     * consumer group and the key, never applied; at most two copies each, and two of the halted
+     * key (the second stored when its original came back, docs/FAILURES.md "Dead-lettering
+     * twice"), or exactly one each with {@link #deadLetterCopiesDeduplicated}.
      */
     public Builder points(CrashPoint... value) {
       EnumSet<CrashPoint> set = EnumSet.noneOf(CrashPoint.class);
       set.addAll(List.of(value));
-      if (set.contains(CrashPoint.DEAD_LETTER_COPY_STORED)) {
-        throw new IllegalArgumentException("DEAD_LETTER_COPY_STORED is not run by the crash matrix yet");
-      }
       this.points = set;
       return this;
     }
@@ -567,11 +659,25 @@ public final class CrashMatrix {
     /**
      * The factory wraps its broker client and calls {@link CrashInjector#atBrokerOperation}:
      * {@link CrashPoint#DURING_ACK} then halts inside the settling broker call (the child runs
-     * with {@code idem.crash.broker-calls=intercepted}). Default false: a helper thread halts the
-     * JVM a moment after the commit.
+     * with {@code idem.crash.broker-calls=intercepted}) — the four adapters' kit factories do
+     * (Kafka {@code commitSync}, RabbitMQ {@code basicAck}, SQS {@code DeleteMessage} / {@code
+     * DeleteMessageBatch}, JMS {@code Session.commit()}). Default false: a helper thread halts the
+     * JVM a moment after the commit. {@link CrashPoint#DEAD_LETTER_COPY_STORED} always runs
+     * intercepted.
      */
     public Builder interceptedBrokerCalls(boolean value) {
       this.interceptedBrokerCalls = value;
+      return this;
+    }
+
+    /**
+     * The dead-letter destination drops a second copy of a message (an SQS FIFO dead-letter queue;
+     * Artemis' duplicate detection in a {@code CLIENT_ACKNOWLEDGE} session — docs/FAILURES.md "The
+     * second copy"): {@link CrashPoint#DEAD_LETTER_COPY_STORED} then requires exactly one copy per
+     * dead-lettered key. Default false: at most two, and two of some key (the halted one).
+     */
+    public Builder deadLetterCopiesDeduplicated(boolean value) {
+      this.deadLetterCopiesDeduplicated = value;
       return this;
     }
 

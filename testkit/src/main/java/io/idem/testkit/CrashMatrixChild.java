@@ -48,8 +48,9 @@ public final class CrashMatrixChild {
       CrashMatrix.Jdbc jdbc = url.isEmpty() ? null : new CrashMatrix.Jdbc(url,
           System.getProperty(PREFIX + "jdbc.user", ""), System.getProperty(PREFIX + "jdbc.password", ""),
           System.getProperty(PREFIX + "jdbc.schema", ""));
-      context = new CrashMatrixContext(required("destination"), required("group"), required("run"),
-          Integer.parseInt(required("max-attempts")), properties, CrashInjector.fromSystemProperties(), jdbc);
+      context = new CrashMatrixContext(required("point"), required("destination"), required("group"),
+          required("run"), Integer.parseInt(required("max-attempts")), properties,
+          CrashInjector.fromSystemProperties(), jdbc);
       CrashMatrixConsumerFactory factory = (CrashMatrixConsumerFactory) Class.forName(args[0])
           .getDeclaredConstructor().newInstance();
       consumer = factory.start(context);

@@ -7,6 +7,7 @@ import io.idem.IdempotencyListener;
 import io.idem.IdempotentConsumer;
 import io.idem.InboundMessage;
 import io.idem.MessageHandler;
+import io.idem.NonRetryableException;
 import io.idem.ProcessingOutcome;
 import io.idem.RetryPolicy;
 import io.idem.spi.ProcessedEventStore;
@@ -30,6 +31,7 @@ import org.jspecify.annotations.Nullable;
  * one instance per child JVM. Thread-safe.
  */
 public final class CrashMatrixContext {
+  private final String point;
   private final String destination;
   private final String consumerGroup;
   private final String runId;
@@ -40,9 +42,10 @@ public final class CrashMatrixContext {
   private final @Nullable PooledDataSource dataSource;
   private @Nullable SqlSessionFactory sessions;
 
-  CrashMatrixContext(String destination, String consumerGroup, String runId, int maxAttempts,
+  CrashMatrixContext(String point, String destination, String consumerGroup, String runId, int maxAttempts,
       Map<String, String> properties, CrashInjector crashInjector,
       CrashMatrix.@Nullable Jdbc jdbc) {
+    this.point = point;
     this.destination = destination;
     this.consumerGroup = consumerGroup;
     this.runId = runId;
@@ -71,6 +74,16 @@ public final class CrashMatrixContext {
     PooledDataSource pool = new PooledDataSource(driverClass, jdbc.url(), driver);
     pool.setPoolMaximumActiveConnections(8);
     return pool;
+  }
+
+  /**
+   * The matrix point this child runs for, in every life of it (the crash life and the lives
+   * after it): a {@link CrashPoint} name or {@value CrashMatrix#POISON}. A factory may configure
+   * its consumer for a point — JMS uses a {@code CLIENT_ACKNOWLEDGE} session for {@link
+   * CrashPoint#DEAD_LETTER_COPY_STORED}, the only session mode where that moment exists.
+   */
+  public String point() {
+    return point;
   }
 
   /** The point's fresh topic or queue name, as the parent's {@link BrokerHarness} reported it. */
@@ -166,16 +179,32 @@ public final class CrashMatrixContext {
   }
 
   /**
+   * {@code handler}, except that a message with {@link CrashMatrix#DEAD_LETTER_HEADER} fails with
+   * a {@link NonRetryableException} before it runs: the messages {@link
+   * CrashPoint#DEAD_LETTER_COPY_STORED} needs dead-lettered. Wrap your own handler with it.
+   */
+  public <S> MessageHandler<S> deadLettering(MessageHandler<S> handler) {
+    return (message, session) -> {
+      if (message.header(CrashMatrix.DEAD_LETTER_HEADER) != null) {
+        throw new NonRetryableException("the crash matrix dead-letters "
+            + message.header(IdempotencyKeyExtractor.DEFAULT_HEADER));
+      }
+      handler.handle(message, session);
+    };
+  }
+
+  /**
    * The adapter kit's pipeline on {@code store}: consumer group {@link #consumerGroup()}, a
-   * handler writing one {@link KitEffects} row per call in the dedup transaction, {@link
-   * #retryPolicy()} and {@link #crashListener()}.
+   * handler writing one {@link KitEffects} row per call in the dedup transaction ({@link
+   * #deadLettering}: failing the messages to dead-letter), {@link #retryPolicy()} and {@link
+   * #crashListener()}.
    */
   public IdempotentConsumer<SqlSession> kitPipeline(ProcessedEventStore<SqlSession> store) {
     KitEffects effects = new KitEffects(dataSource(), runId);
-    MessageHandler<SqlSession> handler = (message, session) -> {
+    MessageHandler<SqlSession> handler = deadLettering((message, session) -> {
       String key = message.header(IdempotencyKeyExtractor.DEFAULT_HEADER);
       effects.record(session, key == null ? "(none)" : key, message.payload());
-    };
+    });
     return IdempotentConsumer.builder(store)
         .consumerGroup(consumerGroup)
         .handler(handler)

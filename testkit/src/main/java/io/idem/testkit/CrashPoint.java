@@ -21,10 +21,14 @@ public enum CrashPoint {
   DURING_ACK,
   /**
    * Inside dead-lettering, between the two broker operations: the dead-letter copy was stored
-   * (the broker accepted it), the original was not removed yet. Needs a child JVM that wraps its
-   * broker client and calls {@link CrashInjector#atBrokerOperation} once the copy is stored; not
-   * possible in a transacted JMS session, where copy and removal are one transaction (a {@code
-   * CLIENT_ACKNOWLEDGE} session has it: the persistent send, then {@code acknowledge()}).
+   * (the broker accepted it: Kafka's {@code .DLT} send acknowledged, RabbitMQ's publish
+   * confirmed, SQS' {@code SendMessage} to the DLQ answered, a JMS {@code send} returned), the
+   * original was not removed yet (offset commit, {@code basicAck}, {@code DeleteMessage}, {@code
+   * acknowledge()}); the decision is already in the store. Needs a child JVM that wraps its broker
+   * client and calls {@link CrashInjector#atBrokerOperation} once the copy is stored; not possible
+   * in a transacted JMS session, where copy and removal are one transaction (a {@code
+   * CLIENT_ACKNOWLEDGE} session has it: the persistent send, then {@code acknowledge()}). {@link
+   * CrashMatrix} runs it with messages whose handler fails ({@link CrashMatrix#DEAD_LETTER_HEADER}).
    */
   DEAD_LETTER_COPY_STORED
 }

@@ -16,9 +16,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The crash matrix's self-test, on a broker that is a PostgreSQL table ({@link TableBroker}): a
- * right adapter passes the crash points and the process-killing message, one that acks before
- * the commit fails with the key a crash lost, one that does not flag redeliveries lets the poison
- * kill every life.
+ * right adapter passes the crash points (the halt after a dead-letter copy too) and the
+ * process-killing message, one that acks before the commit fails with the key a crash lost, one
+ * that does not flag redeliveries lets the poison kill every life, one whose dead-letter copy
+ * lacks the reason fails the dead-letter point.
  */
 class CrashMatrixRejectsWrongAdaptersTest {
   private static com.zaxxer.hikari.HikariDataSource dataSource;
@@ -61,6 +62,29 @@ class CrashMatrixRejectsWrongAdaptersTest {
     assertThat(poison.crashes()).as("deaths: the first delivery, then two counted ones").isEqualTo(3);
     assertThat(poison.deadLetters()).singleElement()
         .satisfies(l -> assertThat(l.cause()).isEqualTo("MAX_ATTEMPTS_EXCEEDED"));
+  }
+
+  @Test
+  void aRightAdapterHaltedAfterTheDeadLetterCopyDeadLettersTheFailingKeysOnlyAndAppliesTheOthersOnce() {
+    CrashMatrixReport report = matrix(TableBroker.Correct.class).points(CrashPoint.DEAD_LETTER_COPY_STORED).run();
+
+    report.assertPassed();
+    CrashMatrixReport.Point point = report.point("DEAD_LETTER_COPY_STORED");
+    assertThat(point.crashes()).isEqualTo(1);
+    assertThat(point.lives().get(0).crashLine()).isEqualTo("IDEM-CRASH DEAD_LETTER_COPY_STORED insert crash_kit_dlq");
+    // keys 3, 7, 11, 15, 19 fail; the halted one's original came back and was dead-lettered again
+    assertThat(point.effects()).hasSize(20)
+        .allSatisfy((k, n) -> assertThat(n).as(k).isEqualTo(k.matches(".*-(3|7|11|15|19)") ? 0 : 1));
+    assertThat(point.deadLetters()).hasSize(6).allSatisfy(l -> assertThat(l.cause()).isEqualTo("NON_RETRYABLE"));
+  }
+
+  @Test
+  void anAdapterWhoseDeadLetterCopyLacksTheReasonFailsTheDeadLetterPoint() {
+    CrashMatrixReport report = matrix(TableBroker.DeadLettersWithoutReason.class)
+        .points(CrashPoint.DEAD_LETTER_COPY_STORED).run();
+
+    assertThat(report.problems()).anyMatch(p -> p.contains("lacks cause NON_RETRYABLE"));
+    assertThatThrownBy(report::assertPassed).isInstanceOf(AssertionError.class);
   }
 
   @Test

@@ -156,11 +156,15 @@ final class TableBroker {
     private final IdempotentConsumer<SqlSession> pipeline;
     private final boolean acksBeforeCommit;
     private final boolean flagsRedeliveries;
+    private final CrashInjector crashes;
+    private final boolean reasonHeaders;
     private final Thread worker = new Thread(this::run, "table-broker-consumer");
     private volatile boolean running;
 
     Consumer(DataSource dataSource, String dest, IdempotentConsumer<SqlSession> pipeline, boolean acksBeforeCommit,
-        boolean flagsRedeliveries) {
+        boolean flagsRedeliveries, CrashInjector crashes, boolean reasonHeaders) {
+      this.crashes = crashes;
+      this.reasonHeaders = reasonHeaders;
       this.dataSource = dataSource;
       this.dest = dest;
       this.pipeline = pipeline;
@@ -277,12 +281,15 @@ final class TableBroker {
       @Override
       public void deadLetter(DeadLetterReason reason) {
         Map<String, String> headers = new LinkedHashMap<>(message.headers());
-        headers.putAll(reason.toHeaders());
+        if (reasonHeaders) {
+          headers.putAll(reason.toHeaders());
+        }
         try (Connection c = autoCommit()) {
           insert(c, "crash_kit_dlq", dest, headers, message.payload());
         } catch (SQLException e) {
           throw new IllegalStateException(e);
         }
+        crashes.atBrokerOperation(CrashPoint.DEAD_LETTER_COPY_STORED, "insert crash_kit_dlq");
         ack();
       }
 
@@ -331,14 +338,30 @@ final class TableBroker {
     }
   }
 
+  /** A wrong one: its dead-letter copy is the bare message, without the reason's headers. */
+  public static final class DeadLettersWithoutReason implements CrashMatrixConsumerFactory {
+    public DeadLettersWithoutReason() {}
+
+    @Override
+    public BrokerConsumer start(CrashMatrixContext context) throws Exception {
+      return started(context, false, true, false);
+    }
+  }
+
   private static BrokerConsumer started(CrashMatrixContext context, boolean acksBeforeCommit) throws Exception {
     return started(context, acksBeforeCommit, true);
   }
 
   private static BrokerConsumer started(CrashMatrixContext context, boolean acksBeforeCommit, boolean flags)
       throws Exception {
+    return started(context, acksBeforeCommit, flags, true);
+  }
+
+  private static BrokerConsumer started(CrashMatrixContext context, boolean acksBeforeCommit, boolean flags,
+      boolean reasonHeaders) throws Exception {
     Consumer consumer = new Consumer(context.dataSource(), context.destination(),
-        context.kitPipeline(countingStore(context.sessions())), acksBeforeCommit, flags);
+        context.kitPipeline(countingStore(context.sessions())), acksBeforeCommit, flags, context.crashInjector(),
+        reasonHeaders);
     consumer.start();
     return consumer;
   }
