@@ -19,14 +19,15 @@ class KafkaAdapterCompatibilityConsumerProtocolIT extends KafkaAdapterCompatibil
   /**
    * The crash matrix on this protocol too: the child's consumer cannot shorten its session (the
    * consumer protocol refuses {@code session.timeout.ms}), so a crashed member keeps its
-   * partitions for the broker's {@code group.consumer.session.timeout.ms} (45 s by default).
+   * partitions for the broker's {@code group.consumer.session.timeout.ms} (45 s by default, 15 s
+   * on the fixtures' in-JVM broker).
    */
   @Override
   String groupProtocol() {
     return "consumer";
   }
 
-  /** Each child life after a crash first waits out the broker's 45 s session timeout. */
+  /** Each child life after a crash first waits out the broker's session timeout (15 s in the fixtures). */
   @Override
   protected CrashMatrix.Builder crashMatrix(CrashMatrix.Builder matrix) {
     return super.crashMatrix(matrix).timeout(Duration.ofSeconds(120));
