@@ -35,8 +35,9 @@ class IdempotencyKeyMisbehavingHandlerIT {
     // with it, and fails the first `fails` commits of a row with SQLSTATE `code`
     db.update("CREATE TABLE tripwire (code text NOT NULL, fails int NOT NULL, seq text NOT NULL)");
     db.update("CREATE FUNCTION tripwire_fire() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        + " IF nextval(NEW.seq::regclass) <= NEW.fails THEN"
-        + " RAISE EXCEPTION 'tripwire at the commit' USING ERRCODE = NEW.code; END IF; RETURN NULL; END $$");
+        + " IF nextval(NEW.seq::regclass) > NEW.fails THEN RETURN NULL; END IF;"
+        + " IF NEW.code = 'die' THEN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END IF;"
+        + " RAISE EXCEPTION 'tripwire at the commit' USING ERRCODE = NEW.code; END $$");
     db.update("CREATE CONSTRAINT TRIGGER tripwire_at_commit AFTER INSERT ON tripwire"
         + " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION tripwire_fire()");
     IdempotencyKeyEndpoint<SqlSession> endpoint = IdempotencyKeyEndpoint.builder(db.store, db.responses)
@@ -75,6 +76,7 @@ class IdempotencyKeyMisbehavingHandlerIT {
         }
         case "sql-commit" -> s.execute("COMMIT");
         case "sql-rollback" -> s.execute("ROLLBACK");
+        case "sql-commit-begin" -> s.execute("COMMIT; BEGIN");
         case "read-only" -> s.execute("SET TRANSACTION READ ONLY"); // the stored response's INSERT fails
         case "trip" -> {
           String[] trip = what.split(":");
@@ -192,7 +194,8 @@ class IdempotencyKeyMisbehavingHandlerIT {
     String committed = client();
     HttpResponse<byte[]> commit = send(committed, "sql-commit");
     assertThat(commit.statusCode()).isEqualTo(500);
-    assertThat(text(commit)).contains("ended Idem's transaction");
+    assertThat(text(commit)).contains("ended Idem's transaction").contains("stays committed")
+        .doesNotContain("nothing was applied");
     // the order the handler committed itself stays (docs/FAILURES.md): the marker does not
     assertRows(committed, 1, 0, 0);
 
@@ -200,6 +203,27 @@ class IdempotencyKeyMisbehavingHandlerIT {
     HttpResponse<byte[]> rollback = send(rolledBack, "sql-rollback");
     assertThat(rollback.statusCode()).isEqualTo(500);
     assertRows(rolledBack, 0, 0, 0);
+  }
+
+  @Test
+  void aHandlerCommittingAndBeginningAnewIsCaughtByTheCommitCheck() {
+    String client = client();
+    HttpResponse<byte[]> failed = send(client, "sql-commit-begin");
+    assertThat(failed.statusCode()).isEqualTo(500);
+    assertThat(text(failed)).contains("not the one that claimed the key").contains("stays committed")
+        .doesNotContain("nothing was applied");
+    assertRows(client, 1, 0, 0);
+  }
+
+  @Test
+  void aConnectionDyingAtTheCommitIsA500AndTheRetryCommitsOnce() {
+    String client = client();
+    String what = "trip:die:1:" + tripwire(client);
+    HttpResponse<byte[]> failed = send(client, what);
+    assertThat(failed.statusCode()).isEqualTo(500);
+    assertRows(client, 0, 0, 0);
+    createdAndReplayed(client, what);
+    assertRows(client, 1, 1, 1);
   }
 
   @Test
