@@ -284,7 +284,8 @@ public final class IdempotencyKeyEndpoint<C> {
         : reason != null ? reason.detail() : "unknown failure";
     Problems.write(response, Problems.HANDLER_FAILED, "the request failed and was rolled back ("
         + what
-        + "); nothing was applied or stored"
+        // a handler's own SQL COMMIT (store-jdbc's failure says so) committed what it wrote before
+        + (what.contains("stays committed") ? "); nothing else was applied, nothing stored" : "); nothing was applied or stored")
         + (retryAfter != null ? ", retry with the same " + KEY_HEADER : ""), retryAfter);
   }
 

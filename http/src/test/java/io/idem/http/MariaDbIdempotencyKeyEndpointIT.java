@@ -81,6 +81,12 @@ class MariaDbIdempotencyKeyEndpointIT {
     JsonNode body = JSON.readTree(request.getInputStream());
     long id = HttpTests.insertOrder(session, request.getHeader("X-Client"), body.path("amount").asInt());
     gate.pass();
+    if (body.path("fail").asText("").equals("commit-then-throw")) {
+      try (Statement s = session.getConnection().createStatement()) {
+        s.execute("COMMIT"); // not detected on MariaDB (docs/STORE.md, "Databases")
+      }
+      throw new IllegalStateException("failed after its own COMMIT");
+    }
     if (body.path("fail").asText("").equals("throw")) {
       throw new IllegalStateException("the ledger is closed for the night");
     }
@@ -165,6 +171,24 @@ class MariaDbIdempotencyKeyEndpointIT {
     // nothing is left of the failed request: the key is free, the next request with it is applied
     HttpResponse<byte[]> retried = order(key, client, "{\"amount\":3}");
     assertThat(retried.statusCode()).isEqualTo(201);
+    assertThat(orders(client)).isEqualTo(1);
+  }
+
+  /**
+   * The limitation docs/HTTP.md states for MariaDB: a handler that commits by SQL text and then
+   * fails leaves its order and the marker committed, no response stored; every retry with the
+   * key is then a 500 {@code stored-response-missing} (not the handler run again).
+   */
+  @Test
+  void aHandlerCommittingBySqlTextThenFailingLeavesTheKeyProcessedWithoutAResponse() throws SQLException {
+    String key = UUID.randomUUID().toString();
+    String client = "c-" + key;
+    HttpResponse<byte[]> failed = order(key, client, "{\"amount\":3,\"fail\":\"commit-then-throw\"}");
+    assertThat(failed.statusCode()).isEqualTo(500);
+    assertThat(orders(client)).as("committed by the handler itself").isEqualTo(1);
+    HttpResponse<byte[]> retried = order(key, client, "{\"amount\":3,\"fail\":\"commit-then-throw\"}");
+    assertThat(retried.statusCode()).isEqualTo(500);
+    assertThat(text(retried)).contains("stored-response-missing");
     assertThat(orders(client)).isEqualTo(1);
   }
 

@@ -18,7 +18,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * Which database the starter's store runs on, read from the application's DataSource: MariaDB
  * with Idem's own Flyway migration from {@code db/migration/idem-mariadb}, and a database Idem
  * does not support refused at start-up, naming it and the supported ones, before any SQL is sent
- * (Flyway's included). The MariaDB listener tests are {@link MariaDbDropInIT}.
+ * (Flyway's included). The MariaDB listener tests are {@link MariaDbDropInIT} and {@link MariaDbOutboxIT}.
  */
 class IdemDatabasesIT {
   private final ApplicationContextRunner runner = new ApplicationContextRunner()
@@ -42,6 +42,36 @@ class IdemDatabasesIT {
               + " WHERE success AND type = 'SQL' ORDER BY installed_rank", String.class))
               .startsWith("V1__processed_events.sql");
           assertThat(jdbc.queryForObject("SELECT count(*) FROM idem_processed_events", Integer.class)).isZero();
+        });
+  }
+
+  /**
+   * The outbox on MariaDB with Idem's Flyway: its table from the MariaDB scripts, and {@link
+   * IdemOutbox} in a Spring transaction telling keys apart exactly (a trailing space, a case
+   * difference: other keys), a second row for a (destination, key) refused with the transaction
+   * going on.
+   */
+  @Test
+  void onMariaDbTheOutboxTableComesFromIdemsFlywayAndKeysCompareExactly() {
+    MariaDbFixture mariaDb = MariaDbFixture.shared();
+    String database = "spring_outbox_" + UUID.randomUUID().toString().substring(0, 8);
+    mariaDb.createDatabase(database);
+    runner.withBean(DataSource.class, () -> mariaDb.dataSource(database, 4))
+        .withPropertyValues("idem.schema=flyway", "idem.outbox.enabled=true")
+        .run(context -> {
+          assertThat(context).hasNotFailed();
+          IdemOutbox outbox = context.getBean(IdemOutbox.class);
+          org.springframework.transaction.support.TransactionTemplate transactions =
+              new org.springframework.transaction.support.TransactionTemplate(
+                  context.getBean(org.springframework.transaction.PlatformTransactionManager.class));
+          byte[] payload = "receipt".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+          java.util.List<Boolean> written = transactions.execute(status -> java.util.stream.Stream.of("k", "k ", "K", "k")
+              .map(key -> outbox.enqueue(new io.idem.store.jdbc.OutboxEntry(key, "receipts", null, payload, java.util.Map.of())))
+              .toList());
+          assertThat(written).containsExactly(true, true, true, false);
+          JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+          assertThat(jdbc.queryForList("SELECT concat('[', idempotency_key, ']') FROM idem_outbox ORDER BY id", String.class))
+              .containsExactly("[k]", "[k ]", "[K]");
         });
   }
 

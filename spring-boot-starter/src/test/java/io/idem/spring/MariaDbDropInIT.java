@@ -42,7 +42,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * the drop-in contract holds as on PostgreSQL; copies of one key racing on the four consumers
  * apply one effect per key; a handler's lock wait timeout (MariaDB error 1205, which InnoDB
  * reports with SQLSTATE HY000) is a transaction retry, not the handler's failure. The outbox is
- * off: it is not on MariaDB in this starter yet (docs/SPRING-BOOT.md, "Databases").
+ * off here: {@link MariaDbOutboxIT} runs it on MariaDB.
  */
 @SpringBootTest(classes = MariaDbDropInIT.App.class, properties = {
     "spring.main.banner-mode=off",
@@ -70,10 +70,15 @@ class MariaDbDropInIT extends DropInTest implements DropInListenerContract {
 
   @Override
   public void send(String key, String body) {
+    send(template, QUEUE, key, body);
+  }
+
+  /** Sends {@code body} to {@code queue} with the idempotency key {@code key} and a fresh message id. */
+  static void send(RabbitTemplate template, String queue, String key, String body) {
     MessageProperties properties = new MessageProperties();
     properties.setMessageId(UUID.randomUUID().toString());
     properties.setHeader("idempotency-key", key);
-    template.send("", QUEUE, new Message(body.getBytes(StandardCharsets.UTF_8), properties));
+    template.send("", queue, new Message(body.getBytes(StandardCharsets.UTF_8), properties));
   }
 
   @Test

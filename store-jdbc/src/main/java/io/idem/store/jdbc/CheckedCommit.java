@@ -251,8 +251,9 @@ final class CheckedCommit {
 
     HandlerEndedTransaction(@Nullable Throwable cause) {
       super("the handler ended Idem's transaction (a SQL-text COMMIT, END or ROLLBACK): the"
-          + " transaction committing is not the one that claimed the key; rolled back, nothing"
-          + " applied, a marker committed early removed", cause);
+          + " transaction committing is not the one that claimed the key; the rest is rolled back and"
+          + " a marker committed early removed, but what the handler wrote before its own COMMIT or"
+          + " END stays committed", cause);
     }
   }
 

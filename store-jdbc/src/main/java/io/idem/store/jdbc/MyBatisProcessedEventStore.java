@@ -645,7 +645,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
     if (state == DriverTransactions.State.IDLE) {
       throw new IllegalStateException("the handler of key '" + key.value() + "' ended Idem's"
-          + " transaction (a SQL-text COMMIT, END or ROLLBACK); nothing is applied");
+          + " transaction (a SQL-text COMMIT, END or ROLLBACK); the rest is rolled back and a marker"
+          + " it committed removed, but what it wrote before its own COMMIT or END stays committed");
     }
   }
 
