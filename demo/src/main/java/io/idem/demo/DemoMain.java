@@ -232,8 +232,8 @@ public final class DemoMain implements Callable<Integer> {
     }
     source = source.toLowerCase(Locale.ROOT);
     if (source.equals("webhooks") && database.equals("mariadb")) {
-      throw usageError("--source webhooks does not go with --database mariadb: idem-http's stored responses are"
-          + " PostgreSQL only so far");
+      throw usageError("--source webhooks does not go with --database mariadb: the main job's webhook receiver and"
+          + " its ledger run on PostgreSQL only so far (idem-http itself works on MariaDB: docs/HTTP.md)");
     }
     if (!source.equals("broker") && !source.equals("webhooks")) {
       throw usageError("--source must be broker or webhooks, but was '" + source + "'");
