@@ -2,24 +2,14 @@ package io.idem.sqs;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.fixtures.PostgresFixture;
-import io.idem.fixtures.SqsFixture;
-import io.idem.spi.ProcessedEventStore;
-import io.idem.store.jdbc.MyBatisProcessedEventStore;
-import io.idem.testkit.BrokerAdapterCompatibilityKit;
-import io.idem.testkit.BrokerHarness;
-import io.idem.testkit.CrashMatrix;
-import io.idem.testkit.CrashMatrixConsumerFactory;
-import java.util.Map;
 import javax.sql.DataSource;
-import org.apache.ibatis.session.SqlSession;
-import org.apache.ibatis.session.SqlSessionFactory;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 
 /**
- * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack), in
- * per-message mode and in batch mode ({@code maxBatchSize} 10).
+ * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack), per
+ * message; batch mode is {@link SqsAdapterCompatibilityBatchModeIT}.
  */
 class SqsAdapterCompatibilityIT {
   private static HikariDataSource dataSource;
@@ -34,63 +24,15 @@ class SqsAdapterCompatibilityIT {
     dataSource.close();
   }
 
-  abstract static class SqsKit extends BrokerAdapterCompatibilityKit {
-    abstract boolean fifo();
-
-    int maxBatchSize() {
-      return 1;
-    }
-
+  abstract class Kit extends SqsCompatibilityKit {
     @Override
     protected DataSource dataSource() {
       return dataSource;
     }
-
-    @Override
-    protected ProcessedEventStore<SqlSession> store(SqlSessionFactory sessions) {
-      return MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true).build();
-    }
-
-    @Override
-    protected BrokerHarness harness(String name) {
-      return new SqsHarness(name, fifo(), Map.of(), b -> b.maxBatchSize(maxBatchSize()));
-    }
-
-    /** The crash matrix on every variant: standard and FIFO queue, per message and in batches. */
-    @Override
-    protected Class<? extends CrashMatrixConsumerFactory> crashConsumerFactory() {
-      return SqsCrashMatrixFactory.class;
-    }
-
-    /**
-     * DURING_ACK inside DeleteMessage(Batch), DEAD_LETTER_COPY_STORED after the SendMessage to the
-     * DLQ ({@link SqsCrashMatrixFactory}); a FIFO dead-letter queue drops the second copy (its
-     * deduplication id is the original's MessageId), a standard one keeps it (docs/FAILURES.md
-     * "The second copy"). The adapter merges the deletes of {@code deleteBatchWindow} (100 ms)
-     * into one {@code DeleteMessageBatch}, so a point's 25 deliveries may settle with one or two
-     * calls: the crash life halts at the first pass of a point, not the fourth.
-     */
-    @Override
-    protected CrashMatrix.Builder crashMatrix(CrashMatrix.Builder matrix) {
-      return matrix.interceptedBrokerCalls(true).deadLetterCopiesDeduplicated(fifo()).crashAfter(0);
-    }
-
-    @Override
-    protected Map<String, String> crashProperties(BrokerHarness harness) {
-      SqsHarness sqs = (SqsHarness) harness;
-      return Map.of("queue-url", sqs.queueUrl(), "dlq-url", sqs.dlqUrl(),
-          "endpoint", SqsFixture.shared().endpoint().toString(), "region", SqsFixture.shared().region(),
-          "max-batch-size", Integer.toString(maxBatchSize()));
-    }
-
-    @Override
-    protected CrashMatrix.Jdbc crashJdbc() {
-      return CrashMatrix.Jdbc.of(dataSource, PostgresFixture.shared().password());
-    }
   }
 
   @Nested
-  class StandardQueue extends SqsKit {
+  class StandardQueue extends Kit {
     @Override
     boolean fifo() {
       return false;
@@ -98,36 +40,10 @@ class SqsAdapterCompatibilityIT {
   }
 
   @Nested
-  class FifoQueue extends SqsKit {
+  class FifoQueue extends Kit {
     @Override
     boolean fifo() {
       return true;
-    }
-  }
-
-  @Nested
-  class StandardQueueInBatchMode extends SqsKit {
-    @Override
-    boolean fifo() {
-      return false;
-    }
-
-    @Override
-    int maxBatchSize() {
-      return 10;
-    }
-  }
-
-  @Nested
-  class FifoQueueInBatchMode extends SqsKit {
-    @Override
-    boolean fifo() {
-      return true;
-    }
-
-    @Override
-    int maxBatchSize() {
-      return 10;
     }
   }
 }
