@@ -372,10 +372,17 @@ class SpringListenerCrashIT {
     assertThat(doubled()).isZero();
     var dead = client.receiveMessage(r -> r.queueUrl(dlqUrl).maxNumberOfMessages(10)
         .messageAttributeNames("All").waitTimeSeconds(5)).messages();
-    assertThat(dead).as("dead letters: the poison only").hasSize(1);
-    assertThat(dead.get(0).body()).isEqualTo(poison);
-    assertThat(dead.get(0).messageAttributes().get(io.idem.DeadLetterReason.HEADER_CAUSE).stringValue())
-        .isEqualTo("MAX_ATTEMPTS_EXCEEDED");
+    // the poison only, once or (SQS standard queue: docs/FAILURES.md, "The second copy") twice,
+    // when it was received again (its visibility timeout ran out on a loaded machine) between the
+    // copy and the removal of the original
+    assertThat(dead).as("dead letters: the poison only, at most one second copy").hasSizeBetween(1, 2);
+    assertThat(dead).allSatisfy(copy -> {
+      assertThat(copy.body()).isEqualTo(poison);
+      assertThat(copy.messageAttributes().get(io.idem.DeadLetterReason.HEADER_CAUSE).stringValue())
+          .isEqualTo("MAX_ATTEMPTS_EXCEEDED");
+      assertThat(copy.messageAttributes().get(io.idem.DeadLetterReason.HEADER_KEY).stringValue())
+          .isEqualTo(poison);
+    });
   }
 
   @Test
