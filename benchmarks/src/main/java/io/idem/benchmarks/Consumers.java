@@ -49,6 +49,8 @@ final class Consumers {
     KafkaConsumerConfig.Builder config = KafkaConsumerConfig.builder(setup.bootstrap(), setup.topic());
     if (variant.batch()) {
       config.maxBatchSize(setup.maxBatchSize());
+    } else if (variant == Variant.IDEM_PER_MESSAGE) {
+      config.maxBatchSize(1);
     }
     if (setup.concurrency() > 1) {
       config.concurrency(setup.concurrency());

@@ -93,6 +93,8 @@ final class JmsBench implements BenchBroker {
         run.destination() + ".dlq").concurrency(run.concurrency());
     if (variant.batched()) {
       config.maxBatchSize(run.maxBatchSize());
+    } else if (variant == Variant.IDEM_PER_MESSAGE) {
+      config.maxBatchSize(1);
     }
     JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(config.build(),
         Consumers.pipeline(variant, db, run.destination(), progress));

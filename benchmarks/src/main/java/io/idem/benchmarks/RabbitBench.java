@@ -129,6 +129,8 @@ final class RabbitBench implements BenchBroker {
         .concurrency(run.concurrency());
     if (variant.batched()) {
       config.maxBatchSize(run.maxBatchSize()).prefetch(prefetch);
+    } else if (variant == Variant.IDEM_PER_MESSAGE) {
+      config.maxBatchSize(1);
     }
     RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config.build(),
         Consumers.pipeline(variant, db, run.destination(), progress));

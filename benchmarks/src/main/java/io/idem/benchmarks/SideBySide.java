@@ -62,7 +62,7 @@ public final class SideBySide implements Callable<Integer> {
   @Option(names = "--partitions", defaultValue = "2") int partitions;
   @Option(names = "--rounds", defaultValue = "3", description = "interleaved rounds (default ${DEFAULT-VALUE})")
   int rounds;
-  @Option(names = "--variants", split = ",", defaultValue = "idem,idem-batch,idem-batch-handler,raw-tx,raw-batch")
+  @Option(names = "--variants", split = ",", defaultValue = "idem,idem-per-message,idem-batch,idem-batch-handler,raw-tx,raw-batch")
   List<String> variants;
   @Option(names = "--max-batch-size", defaultValue = "0", description = "the batch variants' maxBatchSize (0: the"
       + " broker's default: Kafka 100, RabbitMQ, SQS and JMS 10; RabbitMQ's batch variants prefetch twice as many)")

@@ -131,6 +131,8 @@ final class SqsBench implements BenchBroker {
         .endpoint(endpoint).region(region).credentials(CREDENTIALS);
     if (variant.batched()) {
       config.maxBatchSize(run.maxBatchSize());
+    } else if (variant == Variant.IDEM_PER_MESSAGE) {
+      config.maxBatchSize(1);
     }
     SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config.build(),
         Consumers.pipeline(variant, db, run.destination(), progress));

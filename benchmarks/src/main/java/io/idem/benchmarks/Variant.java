@@ -4,6 +4,11 @@ package io.idem.benchmarks;
 enum Variant {
   /** Idem's consumer of the broker exactly as the README's quick start (one consumer thread). */
   IDEM("idem", true),
+  /**
+   * Idem in per-message mode ({@code maxBatchSize(1)} set explicitly): one database transaction per
+   * message, whatever the adapter's default mode is.
+   */
+  IDEM_PER_MESSAGE("idem-per-message", true),
   /** Idem in batch mode ({@code maxBatchSize}), the same per-message handler. */
   IDEM_BATCH("idem-batch", true),
   /** Idem in batch mode with a {@code BatchMessageHandler} writing one multi-row INSERT. */
@@ -36,7 +41,7 @@ enum Variant {
         return v;
       }
     }
-    throw new IllegalArgumentException("variant must be one of idem, idem-batch, idem-batch-handler, raw-tx,"
+    throw new IllegalArgumentException("variant must be one of idem, idem-per-message, idem-batch, idem-batch-handler, raw-tx,"
         + " raw-batch, but was '" + label + "'");
   }
 }

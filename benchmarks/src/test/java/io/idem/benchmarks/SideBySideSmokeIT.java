@@ -33,9 +33,10 @@ class SideBySideSmokeIT {
     assertThat(exit).as(output).isZero();
     List<SideBySide.RunResult> runs = command.results();
     assertThat(runs).extracting(SideBySide.RunResult::name)
-        .containsExactly("idem", "idem-batch", "idem-batch-handler", "raw-tx", "raw-batch");
+        .containsExactly("idem", "idem-per-message", "idem-batch", "idem-batch-handler", "raw-tx", "raw-batch");
     assertLedgersAddUp(broker, runs, output);
     assertThat(output).containsPattern("(?m)^RATIO broker=" + broker + " round=1 idem/raw-tx=[0-9.]+$")
+        .containsPattern("(?m)^RATIO broker=" + broker + " round=1 idem-per-message/raw-tx=[0-9.]+$")
         .containsPattern("(?m)^RATIO broker=" + broker + " round=1 idem-batch-handler/raw-batch=[0-9.]+$");
   }
 
@@ -54,8 +55,8 @@ class SideBySideSmokeIT {
     assertThat(exit).as(output).isZero();
     List<SideBySide.RunResult> runs = command.results();
     assertThat(runs).extracting(SideBySide.RunResult::name).containsExactly(
-        "idem", "idem-batch", "idem-batch-handler", "raw-tx", "raw-batch",
-        "idem@mariadb", "idem-batch@mariadb", "idem-batch-handler@mariadb", "raw-tx@mariadb", "raw-batch@mariadb");
+        "idem", "idem-per-message", "idem-batch", "idem-batch-handler", "raw-tx", "raw-batch",
+        "idem@mariadb", "idem-per-message@mariadb", "idem-batch@mariadb", "idem-batch-handler@mariadb", "raw-tx@mariadb", "raw-batch@mariadb");
     assertLedgersAddUp("kafka", runs, output);
     assertThat(output).containsPattern("(?m)^mariadb: version=\\d+\\.")
         .containsPattern("(?m)^RATIO broker=kafka round=1 idem@mariadb/raw-tx@mariadb=[0-9.]+$")
