@@ -19,6 +19,12 @@ public interface DemoBroker extends AutoCloseable {
   /** {@code kafka}, {@code rabbitmq}, {@code sqs} or {@code jms}. */
   String name();
 
+  /**
+   * The adapter's default most messages per transaction ({@code DEFAULT_MAX_BATCH_SIZE} of its
+   * config): what {@code --batch} is when not given, so the main job runs the README's quick start.
+   */
+  int defaultMaxBatchSize();
+
   /** Starts the embedded broker or connects to the real one; returns a line saying which. */
   String start();
 

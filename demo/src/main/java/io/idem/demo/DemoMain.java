@@ -121,10 +121,11 @@ public final class DemoMain implements Callable<Integer> {
       description = "How many times the consumer is killed mid-stream (default: ${DEFAULT-VALUE}).")
   int crashes;
 
-  @Option(names = "--batch", paramLabel = "N", defaultValue = "1",
+  @Option(names = "--batch", paramLabel = "N",
       description = "Most messages per database transaction in the consumer: 1 is per-message mode, N > 1"
-          + " batch mode (one claim, one COMMIT per batch; default: ${DEFAULT-VALUE}).")
-  int batch;
+          + " batch mode (one claim, one COMMIT per batch; default: the adapter's default, as in the README's"
+          + " quick start).")
+  @Nullable Integer batch;
 
   @Option(names = "--seed", description = "Random seed (default: time-based).")
   Long seed;
@@ -220,10 +221,10 @@ public final class DemoMain implements Callable<Integer> {
     if (crashes < 0) {
       throw usageError("--crashes must be >= 0, but was " + crashes);
     }
-    if (batch < 1) {
+    if (batch != null && batch < 1) {
       throw usageError("--batch must be >= 1, but was " + batch);
     }
-    if (batch > 1 && (migrateFrom != null || migrateTo != null)) {
+    if (batch != null && batch > 1 && (migrateFrom != null || migrateTo != null)) {
       throw usageError("--batch does not go with --migrate-from/--migrate-to: a migration runs per-message");
     }
     database = database.toLowerCase(Locale.ROOT);
@@ -238,7 +239,8 @@ public final class DemoMain implements Callable<Integer> {
     if (!source.equals("broker") && !source.equals("webhooks")) {
       throw usageError("--source must be broker or webhooks, but was '" + source + "'");
     }
-    if (source.equals("webhooks") && (broker != null || migrateFrom != null || migrateTo != null || batch > 1)) {
+    if (source.equals("webhooks")
+        && (broker != null || migrateFrom != null || migrateTo != null || batch != null && batch > 1)) {
       throw usageError("--source webhooks does not go with --broker, --batch or --migrate-from/--migrate-to:"
           + " the events come over HTTP, one transaction per request");
     }
@@ -347,17 +349,20 @@ public final class DemoMain implements Callable<Integer> {
     String chosen = broker != null ? broker : DEFAULT_BROKER;
     List<String> names = chosen.equals("all") ? DemoBrokers.NAMES : List.of(chosen);
     List<Ledger> ledgers = new ArrayList<>();
+    List<String> modes = new ArrayList<>();
     List<String> errors = new ArrayList<>();
     for (String name : names) {
       try (DemoBroker b = broker(name)) {
         out.println("[" + name + "] " + b.start());
+        int maxBatchSize = batch != null ? batch : b.defaultMaxBatchSize();
         Ledger ledger = LedgerRun.builder(b).events(events).duplicateRate(duplicateRate).crashes(crashes)
-            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(batch).receipts(receipts)
+            .seed(baseSeed).timeout(timeout).keepSchema(keepSchema).maxBatchSize(maxBatchSize).receipts(receipts)
             .replayDeadLetters(replayDeadLetters)
             .output(out::println)
             .build().run();
         out.println(ledger.describe());
         ledgers.add(ledger);
+        modes.add(name + " " + ledger.mode());
       } catch (RuntimeException e) {
         if (names.size() == 1) {
           throw e;
@@ -370,7 +375,7 @@ public final class DemoMain implements Callable<Integer> {
     }
     if (names.size() > 1) {
       out.println();
-      out.println("mode: " + (batch == 1 ? "per-message" : "batch " + batch));
+      out.println("mode: " + String.join(", ", modes));
       out.print(Ledger.table(ledgers));
       out.println("deliveries and duplicates are estimates, at least the figure shown; see --help for how each"
           + " figure is counted");

@@ -54,6 +54,11 @@ final class JmsDemoBroker implements DemoBroker {
   }
 
   @Override
+  public int defaultMaxBatchSize() {
+    return JmsConsumerConfig.DEFAULT_MAX_BATCH_SIZE;
+  }
+
+  @Override
   public String start() {
     ArtemisFixture artemis = ArtemisFixture.shared();
     url = artemis.url();

@@ -55,6 +55,11 @@ final class KafkaDemoBroker implements DemoBroker {
   }
 
   @Override
+  public int defaultMaxBatchSize() {
+    return KafkaConsumerConfig.DEFAULT_MAX_BATCH_SIZE;
+  }
+
+  @Override
   public String start() {
     KafkaFixture kafka = KafkaFixture.shared();
     bootstrap = kafka.bootstrapServers();

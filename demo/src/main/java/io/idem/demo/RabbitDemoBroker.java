@@ -46,6 +46,11 @@ final class RabbitDemoBroker implements DemoBroker {
     return "rabbitmq";
   }
 
+  @Override
+  public int defaultMaxBatchSize() {
+    return RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE;
+  }
+
   /**
    * Checks that RabbitMQ answers: at {@code --rabbitmq-uri} when given, else where {@link
    * RabbitFixture} looks ({@code IDEM_RABBITMQ_URI}, Docker, the local server on 5672).

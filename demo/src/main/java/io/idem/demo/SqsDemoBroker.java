@@ -58,6 +58,11 @@ final class SqsDemoBroker implements DemoBroker {
   }
 
   @Override
+  public int defaultMaxBatchSize() {
+    return SqsConsumerConfig.DEFAULT_MAX_BATCH_SIZE;
+  }
+
+  @Override
   public String start() {
     SqsFixture sqs = SqsFixture.shared();
     endpoint = sqs.endpoint();

@@ -92,8 +92,8 @@ class DemoMainTest {
   }
 
   @Test
-  void batchDefaultsToPerMessageModeAndMustBePositive() {
-    assertThat(parsed().batch).isEqualTo(1);
+  void batchDefaultsToTheAdaptersDefaultAndMustBePositive() {
+    assertThat(parsed().batch).as("not given: each adapter's default").isNull();
     assertThat(parsed("--batch", "50").batch).isEqualTo(50);
     assertThat(run("--batch", "0").err().get(0)).isEqualTo("idem-demo: --batch must be >= 1, but was 0");
     assertThat(run("--batch", "5", "--migrate-from", "kafka", "--migrate-to", "sqs").status()).isEqualTo(2);
