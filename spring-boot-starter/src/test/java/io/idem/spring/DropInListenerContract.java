@@ -51,7 +51,9 @@ interface DropInListenerContract {
     send(key, "pay 10");
 
     await().atMost(WAIT).until(() -> outcomes().of(key).contains(ProcessingOutcome.DUPLICATE));
-    assertThat(outcomes().of(key)).containsExactly(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
+    // in any order: with a concurrent container (MariaDbDropInIT: 4 consumers) the copy that waited
+    // on the claim's lock can report DUPLICATE before the first copy's PROCESSED is reported
+    assertThat(outcomes().of(key)).containsExactlyInAnyOrder(ProcessingOutcome.PROCESSED, ProcessingOutcome.DUPLICATE);
     assertThat(payments().runs(key)).isEqualTo(1);
     assertThat(payments().rows(key)).isEqualTo(1);
     assertThat(processed(key)).isTrue();
