@@ -65,8 +65,9 @@ import software.amazon.awssdk.services.sqs.model.QueueDoesNotExistException;
  * documents it as thread-safe).
  *
  * <p><b>Defaults</b> ({@link SqsConsumerConfig}'s {@code DEFAULT_*}): 20 s long polls of up to 10
- * messages, a 30 s visibility timeout extended once half of it is used, one worker, per-message
- * mode, deletes batched within 100 ms, a 30 s {@code shutdownTimeout}. {@link #start()} checks the
+ * messages, a 30 s visibility timeout extended once half of it is used, one worker, batch mode
+ * (one COMMIT and one {@code DeleteMessageBatch} per receive of up to 10; {@code maxBatchSize(1)}
+ * for per-message mode), deletes batched within 100 ms, a 30 s {@code shutdownTimeout}. {@link #start()} checks the
  * queue, the dead-letter queue or {@code RedrivePolicy}, and warns when the queue's {@code
  * maxReceiveCount} is not above {@code maxAttempts}. {@link #close()} is graceful within {@code
  * shutdownTimeout} (keep {@code waitTime} below it), then interrupts the handlers: an interrupted

@@ -8,8 +8,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 
 /**
- * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack), per
- * message; batch mode is {@link SqsAdapterCompatibilityBatchModeIT}.
+ * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack) with the
+ * default configuration, batch mode ({@link SqsConsumerConfig#DEFAULT_MAX_BATCH_SIZE}); per-message
+ * mode is {@link SqsAdapterCompatibilityPerMessageIT}.
  */
 class SqsAdapterCompatibilityIT {
   private static HikariDataSource dataSource;

@@ -9,20 +9,22 @@ import io.idem.testkit.BrokerHarness;
 import io.idem.testkit.CrashMatrix;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import java.util.Map;
+import java.util.OptionalInt;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 
 /**
  * The broker adapter kit on SQS (ElasticMQ or LocalStack), shared by {@link
- * SqsAdapterCompatibilityIT} (per message) and {@link SqsAdapterCompatibilityBatchModeIT}
- * ({@code maxBatchSize} 10): two test classes, so that the test JVMs of the module run them side by
- * side (each variant's crash matrix takes minutes).
+ * SqsAdapterCompatibilityIT} (the default configuration: batch mode) and {@link
+ * SqsAdapterCompatibilityPerMessageIT} ({@code maxBatchSize(1)}): two test classes, so that the
+ * test JVMs of the module run them side by side (each variant's crash matrix takes minutes).
  */
 abstract class SqsCompatibilityKit extends BrokerAdapterCompatibilityKit {
   abstract boolean fifo();
 
-  int maxBatchSize() {
-    return 1;
+  /** The {@code maxBatchSize} the variant sets; empty = the builder's default. */
+  OptionalInt maxBatchSize() {
+    return OptionalInt.empty();
   }
 
   @Override
@@ -32,7 +34,8 @@ abstract class SqsCompatibilityKit extends BrokerAdapterCompatibilityKit {
 
   @Override
   protected BrokerHarness harness(String name) {
-    return new SqsHarness(name, fifo(), Map.of(), b -> b.maxBatchSize(maxBatchSize()));
+    OptionalInt size = maxBatchSize();
+    return new SqsHarness(name, fifo(), Map.of(), b -> size.isPresent() ? b.maxBatchSize(size.getAsInt()) : b);
   }
 
   /** The crash matrix on every variant: standard and FIFO queue, per message and in batches. */
@@ -59,7 +62,7 @@ abstract class SqsCompatibilityKit extends BrokerAdapterCompatibilityKit {
     SqsHarness sqs = (SqsHarness) harness;
     return Map.of("queue-url", sqs.queueUrl(), "dlq-url", sqs.dlqUrl(),
         "endpoint", SqsFixture.shared().endpoint().toString(), "region", SqsFixture.shared().region(),
-        "max-batch-size", Integer.toString(maxBatchSize()));
+        "max-batch-size", maxBatchSize().isPresent() ? Integer.toString(maxBatchSize().getAsInt()) : "default");
   }
 
   @Override

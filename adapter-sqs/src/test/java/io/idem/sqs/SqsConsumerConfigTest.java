@@ -21,7 +21,9 @@ class SqsConsumerConfigTest {
     assertThat(config.visibilityHeartbeat()).isTrue();
     assertThat(config.heartbeatShare()).isEqualTo(0.5);
     assertThat(config.concurrency()).isEqualTo(1);
-    assertThat(config.maxBatchSize()).isEqualTo(SqsConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
+    // batch mode by default: one receive of up to 10, one COMMIT, one DeleteMessageBatch
+    assertThat(config.maxBatchSize()).isEqualTo(SqsConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(10)
+        .isEqualTo(config.maxMessages());
     assertThat(config.deleteBatchWindow()).isEqualTo(Duration.ofMillis(100));
     assertThat(config.deadLetterQueueUrl()).isNull();
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));

@@ -15,15 +15,15 @@ import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.SendMessageRequest;
 
 /**
- * The adapter kit's crash matrix consumer ({@link SqsAdapterCompatibilityIT}), run in the child
+ * The adapter kit's crash matrix consumer ({@link SqsCompatibilityKit}), run in the child
  * JVM: the kit's pipeline on the MyBatis store and an {@link SqsIdempotentConsumer} configured as
  * {@link SqsHarness#config()} configures the kit's own, on a standard or FIFO queue, per message or
  * in batches. Properties {@code queue-url}, {@code dlq-url}, {@code endpoint}, {@code region},
- * {@code max-batch-size}. Its client ({@link InterceptedSqsClient}) calls {@link
- * CrashInjector#atBrokerOperation} with DURING_ACK once a {@code DeleteMessage} or {@code
- * DeleteMessageBatch} was answered (also a batch flushed later), and with DEAD_LETTER_COPY_STORED
- * once a {@code SendMessage} to the dead-letter queue was (the copy stored, the original not
- * deleted).
+ * {@code max-batch-size} (a number, or {@code default}: the builder's default, batch mode). Its
+ * client ({@link InterceptedSqsClient}) calls {@link CrashInjector#atBrokerOperation} with
+ * DURING_ACK once a {@code DeleteMessage} or {@code DeleteMessageBatch} was answered (also a batch
+ * flushed later), and with DEAD_LETTER_COPY_STORED once a {@code SendMessage} to the dead-letter
+ * queue was (the copy stored, the original not deleted).
  */
 public final class SqsCrashMatrixFactory implements CrashMatrixConsumerFactory {
 
@@ -34,16 +34,18 @@ public final class SqsCrashMatrixFactory implements CrashMatrixConsumerFactory {
     StaticCredentialsProvider credentials =
         StaticCredentialsProvider.create(AwsBasicCredentials.create("idem", "idem"));
     String deadLetterQueue = context.property("dlq-url");
-    SqsConsumerConfig config = SqsConsumerConfig.builder(context.property("queue-url"))
+    SqsConsumerConfig.Builder config = SqsConsumerConfig.builder(context.property("queue-url"))
         .deadLetterQueueUrl(deadLetterQueue)
         .waitTime(SqsHarness.WAIT_TIME)
         .visibilityTimeout(Duration.ofSeconds(10))
         .shutdownTimeout(Duration.ofSeconds(20))
         .endpoint(endpoint)
         .region(context.property("region"))
-        .credentials(credentials)
-        .maxBatchSize(Integer.parseInt(context.property("max-batch-size")))
-        .build();
+        .credentials(credentials);
+    String maxBatchSize = context.property("max-batch-size");
+    if (!maxBatchSize.equals("default")) {
+      config.maxBatchSize(Integer.parseInt(maxBatchSize));
+    }
     SqsClient real = SqsClient.builder().endpointOverride(endpoint)
         .region(Region.of(context.property("region"))).credentialsProvider(credentials).build();
     CrashInjector crashes = context.crashInjector();
@@ -57,7 +59,7 @@ public final class SqsCrashMatrixFactory implements CrashMatrixConsumerFactory {
       }
       return answer;
     });
-    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config, context.kitPipeline(store), client);
+    SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config.build(), context.kitPipeline(store), client);
     consumer.start();
     return consumer;
   }

@@ -41,6 +41,7 @@ class SqsGracefulCloseIT extends SqsTestBase {
         .visibilityTimeout(Duration.ofSeconds(60))
         .deleteBatchWindow(Duration.ofSeconds(50))
         .concurrency(1)
+        .maxBatchSize(1) // per-message mode: in batch mode close() lets the started batch of six finish
         .build();
     // Emulator corner: ElasticMQ returns all six in one receive; AWS may return fewer per receive,
     // which the assertions below tolerate only as far as "processed ⇒ deleted, rest ⇒ visible".

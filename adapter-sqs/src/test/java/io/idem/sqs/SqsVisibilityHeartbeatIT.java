@@ -78,9 +78,10 @@ class SqsVisibilityHeartbeatIT extends SqsTestBase {
       TestDatabase.record(session, key(message), message.payload());
     }, retries(3));
     // Emulator corner: ElasticMQ returns every visible message (up to MaxNumberOfMessages) in one
-    // receive, so both arrive in the same batch; AWS may split them across receives.
+    // receive, so both arrive in the same batch; AWS may split them across receives. Per-message
+    // mode: batch mode checks the visibility of both when their batch starts, not at second's turn.
     SqsIdempotentConsumer consumer = start(queue.config().visibilityTimeout(VISIBILITY)
-        .visibilityHeartbeat(false).concurrency(1).build(), pipeline);
+        .visibilityHeartbeat(false).concurrency(1).maxBatchSize(1).build(), pipeline);
 
     await().atMost(TIMEOUT).until(() -> db.total() == 2);
     await().atMost(TIMEOUT).until(() -> queue.pendingCount() == 0);

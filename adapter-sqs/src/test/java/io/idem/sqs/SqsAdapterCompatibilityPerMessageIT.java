@@ -2,21 +2,23 @@ package io.idem.sqs;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.fixtures.PostgresFixture;
+import java.util.OptionalInt;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 
 /**
- * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack) in batch
- * mode ({@code maxBatchSize} 10); per message is {@link SqsAdapterCompatibilityIT}.
+ * The broker adapter kit on a standard queue and on a FIFO queue (ElasticMQ or LocalStack) in
+ * per-message mode, set explicitly ({@code maxBatchSize(1)}); the default configuration (batch
+ * mode) is {@link SqsAdapterCompatibilityIT}.
  */
-class SqsAdapterCompatibilityBatchModeIT {
+class SqsAdapterCompatibilityPerMessageIT {
   private static HikariDataSource dataSource;
 
   @BeforeAll
   static void database() {
-    dataSource = PostgresFixture.shared().newSchema("sqs_batch_kit");
+    dataSource = PostgresFixture.shared().newSchema("sqs_per_message_kit");
   }
 
   @AfterAll
@@ -32,28 +34,28 @@ class SqsAdapterCompatibilityBatchModeIT {
   }
 
   @Nested
-  class StandardQueueInBatchMode extends Kit {
+  class StandardQueuePerMessage extends Kit {
     @Override
     boolean fifo() {
       return false;
     }
 
     @Override
-    int maxBatchSize() {
-      return 10;
+    OptionalInt maxBatchSize() {
+      return OptionalInt.of(1);
     }
   }
 
   @Nested
-  class FifoQueueInBatchMode extends Kit {
+  class FifoQueuePerMessage extends Kit {
     @Override
     boolean fifo() {
       return true;
     }
 
     @Override
-    int maxBatchSize() {
-      return 10;
+    OptionalInt maxBatchSize() {
+      return OptionalInt.of(1);
     }
   }
 }
