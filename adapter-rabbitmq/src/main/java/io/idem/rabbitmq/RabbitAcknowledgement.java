@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,7 +24,10 @@ import org.slf4j.LoggerFactory;
  * the store. Nothing is acked on a new channel after a recovery.
  *
  * <ul>
- *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}.
+ *   <li>{@link #ack()}: {@code basicAck(tag, multiple=false)}. In a batch (an instance made with
+ *       the batch's {@link BatchAcks}), the tag is handed to the batch instead, which acks all of
+ *       them with one settler hand-off once the batch is done — with one {@code basicAck(tag,
+ *       multiple=true)} where they are the channel's lowest unsettled tags (see {@link BatchAcks}).
  *   <li>{@link #retry(Duration)}: the delivery is held unacknowledged on this consumer for
  *       {@code delay} (cut to what is left of {@link RabbitConsumerConfig#maxHold()} since it
  *       arrived, so that the broker's {@code consumer_timeout} never closes the channel for it),
@@ -79,31 +83,44 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   private final DeliveryAttempts attempts;
   private final int attempt;
   private final Consumer<Delivery> rerun;
+  private final @Nullable BatchAcks batch;
   private final SettlementRecord record = new SettlementRecord();
 
   /**
    * @param attempt the delivery attempt the pipeline saw
    * @param rerun hands a delivery to the workers again; called on the settler thread, must not
    *     block
+   * @param batch the acks of the batch the delivery belongs to, or {@code null} (per-message mode)
    */
   RabbitAcknowledgement(Delivery delivery, RabbitConsumerConfig config, DeliveryAttempts attempts,
-      int attempt, Consumer<Delivery> rerun) {
+      int attempt, Consumer<Delivery> rerun, @Nullable BatchAcks batch) {
     this.delivery = Objects.requireNonNull(delivery, "delivery");
     this.config = Objects.requireNonNull(config, "config");
     this.attempts = Objects.requireNonNull(attempts, "attempts");
     this.attempt = attempt;
     this.rerun = Objects.requireNonNull(rerun, "rerun");
+    this.batch = batch;
   }
 
   /**
    * @throws io.idem.IdempotencyException when the delivering channel is gone, or the wait for the
-   *     ack was interrupted (the ack is still made; the delivery counts as settled)
+   *     ack was interrupted (the ack is still made; the delivery counts as settled). In a batch, only
+   *     when the channel is already gone: the ack is sent with the batch's ({@link BatchAcks#flush()})
    */
   @Override
   public void ack() {
     long tag = delivery.tag();
     String what = "basicAck of tag " + tag;
-    Future<?> done = delivery.session().submit(what, (consume, publish) -> consume.basicAck(tag, false));
+    if (batch != null) {
+      delivery.session().checkOpen(what);
+      batch.add(delivery);
+      record.markSettled(); // the batch acks it once the batch is done, unless the channel is gone
+      return;
+    }
+    Future<?> done = delivery.session().submit(what, (consume, publish) -> {
+      consume.basicAck(tag, false);
+      delivery.session().settled(tag);
+    });
     record.markSettled(); // handed over: if the ack is not made, the channel is gone and RabbitMQ requeued it
     delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());
@@ -117,7 +134,10 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     Duration hold = min(delay, leftToHold());
     attempts.failed(delivery.properties(), delivery.body(), attempt);
     delivery.session().schedule("basicReject(requeue) of tag " + tag, hold,
-        (consume, publish) -> consume.basicReject(tag, true));
+        (consume, publish) -> {
+          consume.basicReject(tag, true);
+          delivery.session().settled(tag);
+        });
     record.markSettled();
   }
 
@@ -136,6 +156,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
           left, (consume, publish) -> {
             attempts.handedBack(delivery.properties(), delivery.body(), attempt);
             consume.basicNack(tag, false, true);
+            delivery.session().settled(tag);
             LOG.info("{} of {} held unacknowledged for maxHold {} through a store outage: handed back to"
                 + " the queue (basic.nack requeue) before the broker's consumer_timeout; it runs again, as"
                 + " attempt {}, when redelivered", delivery, config.queue(), config.maxHold(), attempt);
@@ -165,7 +186,10 @@ public final class RabbitAcknowledgement implements Acknowledgement {
   public void release() {
     long tag = delivery.tag();
     delivery.session().schedule("basicNack(requeue) of tag " + tag + " released at shutdown", Duration.ZERO,
-        (consume, publish) -> consume.basicNack(tag, false, true));
+        (consume, publish) -> {
+          consume.basicNack(tag, false, true);
+          delivery.session().settled(tag);
+        });
     record.markReleased();
     record.markSettled();
   }
@@ -189,6 +213,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
       delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
       record.markSettled(); // the copy is stored: from now on the original is only ever acked
       consume.basicAck(tag, false);
+      delivery.session().settled(tag);
     });
     delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());

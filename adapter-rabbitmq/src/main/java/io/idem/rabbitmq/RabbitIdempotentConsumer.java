@@ -54,10 +54,13 @@ import org.slf4j.LoggerFactory;
  * channel, and runs them through {@link IdempotentConsumer#processBatch} with {@link BatchOrder#UNORDERED}
  * — competing consumers keep no order, so a retried message holds up nobody. One transaction, one
  * multi-row claim, one COMMIT; then each delivery is settled through its own {@link
- * RabbitAcknowledgement} exactly as in per-message mode: {@code basicAck(tag, multiple=false)} on
- * the channel that delivered it, on its settler thread. {@code multiple=true} is not used: tags of
- * other workers' batches and of deliveries held for a retry backoff or a store outage interleave
- * with a batch's tags on the same channel, so "every tag up to this one" is not this batch. When
+ * RabbitAcknowledgement} as in per-message mode, except that the acks of the batch go to the
+ * channel's settler thread together, once the batch is done: one {@code basicAck(tag,
+ * multiple=true)} for those whose tags are exactly the channel's lowest unsettled ones (the usual
+ * case with one worker and nothing held), one {@code basicAck(tag, multiple=false)} for each of
+ * the others — tags of other workers' batches and of deliveries held for a retry backoff, a store
+ * outage or a return interleave with a batch's tags on the same channel, and a multiple ack never
+ * covers them ({@link BatchAcks}). When
  * the batch's transaction fails because of one message, the pipeline redoes it message by message:
  * the others are applied once and acked, the failing one is rejected with requeue (an attempt),
  * as in per-message mode. A store outage during a batch holds every delivery of it, unacked and
@@ -529,18 +532,23 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
    */
   private @Nullable ProcessingOutcome processBatch(List<Delivery> batch) {
     List<RabbitAcknowledgement> ours = new ArrayList<>(batch.size());
+    BatchAcks acks = new BatchAcks(batch.get(0).session(), attempts);
     return AdapterWorker.survive(
         () -> "a batch of " + batch.size() + " deliveries of " + config.queue(),
         () -> {
-          List<InboundMessage> messages = new ArrayList<>(batch.size());
-          for (Delivery delivery : batch) {
-            DeliveryAttempts.Attempt attempt = attemptOf(delivery);
-            messages.add(message(delivery, attempt));
-            ours.add(new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun));
+          try {
+            List<InboundMessage> messages = new ArrayList<>(batch.size());
+            for (Delivery delivery : batch) {
+              DeliveryAttempts.Attempt attempt = attemptOf(delivery);
+              messages.add(message(delivery, attempt));
+              ours.add(new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun, acks));
+            }
+            List<ProcessingOutcome> outcomes = pipeline.processBatch(
+                messages, List.<Acknowledgement>copyOf(ours), BatchOrder.UNORDERED).outcomes();
+            return outcomes.contains(ProcessingOutcome.RELEASED) ? ProcessingOutcome.RELEASED : outcomes.get(0);
+          } finally {
+            acks.flush(); // the acks handed over, however the batch ended: each one after its own COMMIT
           }
-          List<ProcessingOutcome> outcomes = pipeline.processBatch(
-              messages, List.<Acknowledgement>copyOf(ours), BatchOrder.UNORDERED).outcomes();
-          return outcomes.contains(ProcessingOutcome.RELEASED) ? ProcessingOutcome.RELEASED : outcomes.get(0);
         },
         () -> null, // each delivery is checked on its own below
         (failure, after) -> {
@@ -595,7 +603,8 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
             announced.message = null;
             announced.attempt = null;
           }
-          acknowledgement[0] = new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun);
+          acknowledgement[0] =
+              new RabbitAcknowledgement(delivery, config, attempts, attempt.number(), this::rerun, null);
           return processing == null || announced == null
               ? pipeline.process(message, acknowledgement[0])
               : processing.process(message, acknowledgement[0], () -> announce(delivery, announced));

@@ -12,6 +12,8 @@ import io.idem.IdempotencyException;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
@@ -62,6 +64,13 @@ final class Session {
   private final AtomicBoolean open = new AtomicBoolean(true);
   private final AtomicReference<@Nullable Return> returned = new AtomicReference<>();
   private final AtomicInteger held = new AtomicInteger();
+  /**
+   * Tags delivered on the consuming channel and not settled yet: added on the client's dispatch
+   * thread before a delivery reaches the buffer, removed on the settler thread once the channel
+   * call that settles it returned. Tags grow with each delivery, so on the settler thread every
+   * tag below one in here that is not in here any more was settled.
+   */
+  private final ConcurrentSkipListSet<Long> unsettled = new ConcurrentSkipListSet<>();
   private volatile @Nullable String consumerTag;
 
   private Session(long generation, RabbitConsumerConfig config, Connection connection,
@@ -111,6 +120,7 @@ final class Session {
         @Override
         public void handleDelivery(
             String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+          session.unsettled.add(envelope.getDeliveryTag());
           sink.accept(new Delivery(session, envelope, properties, body, Instant.now(), 0));
         }
 
@@ -169,6 +179,47 @@ final class Session {
     }
   }
 
+  /**
+   * The channel call settling {@code tag} (ack, reject, nack) returned. Settler thread, right
+   * after that call.
+   */
+  void settled(long tag) {
+    unsettled.remove(tag);
+  }
+
+  /**
+   * Acks {@code tags} (ascending, each delivered on this session's channel and not settled) with
+   * as few frames as RabbitMQ allows: one {@code basicAck(tag, multiple=true)} for the longest run
+   * of them, from the lowest, that are exactly the lowest unsettled tags of the channel — so that
+   * the multiple ack covers nothing else: no delivery held for a backoff, a store outage or a
+   * return, nor one of another worker's batch — then {@code basicAck(tag, multiple=false)} for each
+   * of the others. Settler thread only.
+   *
+   * @return how many tags the multiple ack covered (0 when none was sent)
+   */
+  int ackAll(Channel channel, List<Long> tags) throws IOException {
+    int run = 0;
+    for (long lowest : unsettled) {
+      if (run == tags.size() || lowest != tags.get(run)) {
+        break;
+      }
+      run++;
+    }
+    if (run > 1) {
+      channel.basicAck(tags.get(run - 1), true);
+      for (int i = 0; i < run; i++) {
+        settled(tags.get(i));
+      }
+    } else {
+      run = 0;
+    }
+    for (int i = run; i < tags.size(); i++) {
+      channel.basicAck(tags.get(i), false);
+      settled(tags.get(i));
+    }
+    return run;
+  }
+
   /** Marks the session lost (no further settlement) without closing it; for the owner. */
   void markLost() {
     open.set(false);
@@ -182,6 +233,16 @@ final class Session {
    */
   void call(String what, ChannelOp op) {
     await(what, submit(what, op));
+  }
+
+  /**
+   * @throws IdempotencyException when the session is lost: nothing {@code what} names can be
+   *     settled on it any more
+   */
+  void checkOpen(String what) {
+    if (!open.get()) {
+      throw lostError(what);
+    }
   }
 
   /**

@@ -57,5 +57,6 @@ final class Unsettled {
           queue);
     }
     consume.basicNack(delivery.tag(), false, true);
+    delivery.session().settled(delivery.tag());
   }
 }

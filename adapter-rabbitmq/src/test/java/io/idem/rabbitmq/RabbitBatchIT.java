@@ -106,6 +106,7 @@ class RabbitBatchIT {
       Gate gate = new Gate();
       Map<String, List<Long>> transactions = new ConcurrentHashMap<>();
       List<Integer> poisonRuns = new CopyOnWriteArrayList<>();
+      Map<String, Long> firstTags = new ConcurrentHashMap<>();
       OutcomeRecorder outcomes = new OutcomeRecorder();
       IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
           .consumerGroup("batch")
@@ -115,6 +116,7 @@ class RabbitBatchIT {
             gate.pass(message);
             String key = String.valueOf(message.header("idempotency-key"));
             transactions.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(transactionId(session));
+            firstTags.putIfAbsent(key, message.unwrap(RabbitInboundMessage.class).orElseThrow().deliveryTag());
             if (key.equals("b-5")) {
               poisonRuns.add(message.deliveryAttempt());
               throw new IllegalStateException("b-5 always fails");
@@ -123,7 +125,9 @@ class RabbitBatchIT {
           })
           .build();
 
-      try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config(queue, MAX_ATTEMPTS), pipeline)) {
+      RecordingConnectionFactory connections = new RecordingConnectionFactory();
+      try (RabbitIdempotentConsumer consumer =
+          RabbitIdempotentConsumer.create(config(queue, MAX_ATTEMPTS), pipeline, connections)) {
         consumer.start();
         gate.batchBehind(queue, consumer, keys("b-", BATCH));
         await("b-5 dead-lettered").atMost(Duration.ofSeconds(30)).until(() -> !queue.deadLetters().isEmpty());
@@ -149,7 +153,31 @@ class RabbitBatchIT {
       assertThat(letters.get(0).detail()).contains("attempt 3 of 3", "b-5 always fails");
       assertThat(db.effects("b-5")).isZero();
       assertThat(queue.ready()).isZero();
+      // b-1..b-4 were the channel's lowest unsettled tags: one multiple ack; b-5 was held for its
+      // backoff, so b-6..b-10 were acked one by one (a multiple ack up to b-10 would have acked b-5,
+      // which then would neither have been retried nor dead-lettered)
+      assertThat(multipleAcks(connections)).containsExactly(firstTags.get("b-4"));
+      assertThat(singleAcks(connections)).contains(
+          firstTags.get("b-6"), firstTags.get("b-7"), firstTags.get("b-8"), firstTags.get("b-9"), firstTags.get("b-10"))
+          .doesNotContain(firstTags.get("b-1"), firstTags.get("b-4"), firstTags.get("b-5"));
     }
+  }
+
+  /** The tags of the consumer's {@code basicAck(tag, multiple=true)} calls, in order. */
+  static List<Long> multipleAcks(RecordingConnectionFactory connections) {
+    return acks(connections, true);
+  }
+
+  /** The tags of the consumer's {@code basicAck(tag, multiple=false)} calls, in order. */
+  static List<Long> singleAcks(RecordingConnectionFactory connections) {
+    return acks(connections, false);
+  }
+
+  private static List<Long> acks(RecordingConnectionFactory connections, boolean multiple) {
+    return connections.ops("basicAck").stream()
+        .filter(op -> op.arg(1).equals(multiple))
+        .map(op -> (Long) op.arg(0))
+        .toList();
   }
 
   @Test
@@ -168,8 +196,9 @@ class RabbitBatchIT {
           .build();
       List<String> batch = keys("h-", BATCH - 3);
       batch.addAll(List.of("h-1", "h-2", "h-3")); // the same keys again in the same batch
+      RecordingConnectionFactory connections = new RecordingConnectionFactory();
       try (RabbitIdempotentConsumer consumer =
-          RabbitIdempotentConsumer.create(config(queue, TestQueue.DELIVERY_LIMIT), pipeline)) {
+          RabbitIdempotentConsumer.create(config(queue, TestQueue.DELIVERY_LIMIT), pipeline, connections)) {
         consumer.start();
         gate.batchBehind(queue, consumer, batch);
         await("all applied").atMost(Duration.ofSeconds(30)).until(() -> db.totalEffects() == 1 + BATCH - 3);
@@ -181,6 +210,9 @@ class RabbitBatchIT {
         assertThat(db.effects("h-" + i)).isEqualTo(1);
       }
       assertThat(queue.deadLetters()).isEmpty();
+      // the gate's own ack (tag 1), then the whole batch (tags 2..11, its duplicates too) with one multiple ack
+      assertThat(singleAcks(connections)).containsExactly(1L);
+      assertThat(multipleAcks(connections)).containsExactly((long) 1 + BATCH);
     }
   }
 

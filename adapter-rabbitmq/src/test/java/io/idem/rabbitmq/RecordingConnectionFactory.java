@@ -24,8 +24,16 @@ import java.util.concurrent.atomic.AtomicReference;
  * fields. Test code only; thread-safe.
  */
 class RecordingConnectionFactory extends ConnectionFactory {
-  /** One channel operation: on which connection (by its name) and which method. */
-  record Op(String connection, int connectionNumber, String method) {}
+  /**
+   * One channel operation: on which connection (by its name), which method, with which arguments
+   * (as passed; empty for none).
+   */
+  record Op(String connection, int connectionNumber, String method, List<Object> args) {
+    /** The {@code index}th argument, e.g. {@code basicAck}'s tag (0) and {@code multiple} (1). */
+    Object arg(int index) {
+      return args.get(index);
+    }
+  }
 
   final List<Op> ops = new CopyOnWriteArrayList<>();
   final List<Connection> connections = new CopyOnWriteArrayList<>();
@@ -92,7 +100,8 @@ class RecordingConnectionFactory extends ConnectionFactory {
   private Channel channel(Channel real, String connection, int number) {
     return (Channel) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Channel.class},
         (p, method, args) -> {
-          ops.add(new Op(connection, number, method.getName()));
+          ops.add(new Op(connection, number, method.getName(),
+              args == null ? List.of() : java.util.Collections.unmodifiableList(java.util.Arrays.asList(args.clone()))));
           Object result = invoke(real, method, args);
           afterOperation.accept(method.getName());
           return result;
