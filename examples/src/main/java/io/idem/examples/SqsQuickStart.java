@@ -36,7 +36,7 @@ public final class SqsQuickStart {
       String queueUrl, String dlqUrl, @Nullable URI endpoint, DataSource dataSource) {
     var pipeline = Billing.pipeline(Billing.sqlSessionFactory(dataSource));
     // README: begin
-    SqsConsumerConfig.Builder config = SqsConsumerConfig.builder(queueUrl) // a standard or a FIFO queue
+    SqsConsumerConfig.Builder config = SqsConsumerConfig.builder(queueUrl) // standard or FIFO; .maxBatchSize(1): per message
         .deadLetterQueueUrl(dlqUrl);                                      // or the queue's RedrivePolicy
     if (endpoint != null) {     // a local SQS (ElasticMQ, LocalStack): no AWS region or credentials chain
       config.endpoint(endpoint).region("us-east-1")
