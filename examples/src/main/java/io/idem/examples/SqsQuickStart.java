@@ -43,7 +43,7 @@ public final class SqsQuickStart {
           .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("local", "local")));
     }
     SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config.build(), pipeline);
-    consumer.start();   // DeleteMessage with the current receipt handle, after commit
+    consumer.start();   // per receive of up to 10: one COMMIT, one DeleteMessageBatch; a failing message is redone alone
     // README: end
     return consumer;
   }
