@@ -117,10 +117,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
       record.markSettled(); // the batch acks it once the batch is done, unless the channel is gone
       return;
     }
-    Future<?> done = delivery.session().submit(what, (consume, publish) -> {
-      consume.basicAck(tag, false);
-      delivery.session().settled(tag);
-    });
+    Future<?> done = delivery.session().submit(what, (consume, publish) -> delivery.session().ack(consume, tag));
     record.markSettled(); // handed over: if the ack is not made, the channel is gone and RabbitMQ requeued it
     delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());
@@ -135,8 +132,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     attempts.failed(delivery.properties(), delivery.body(), attempt);
     delivery.session().schedule("basicReject(requeue) of tag " + tag, hold,
         (consume, publish) -> {
-          consume.basicReject(tag, true);
-          delivery.session().settled(tag);
+          delivery.session().rejectRequeue(consume, tag);
         });
     record.markSettled();
   }
@@ -155,8 +151,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
       delivery.session().schedule("basicNack(requeue) of tag " + tag + " held for maxHold " + config.maxHold(),
           left, (consume, publish) -> {
             attempts.handedBack(delivery.properties(), delivery.body(), attempt);
-            consume.basicNack(tag, false, true);
-            delivery.session().settled(tag);
+            delivery.session().nackRequeue(consume, tag);
             LOG.info("{} of {} held unacknowledged for maxHold {} through a store outage: handed back to"
                 + " the queue (basic.nack requeue) before the broker's consumer_timeout; it runs again, as"
                 + " attempt {}, when redelivered", delivery, config.queue(), config.maxHold(), attempt);
@@ -187,8 +182,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     long tag = delivery.tag();
     delivery.session().schedule("basicNack(requeue) of tag " + tag + " released at shutdown", Duration.ZERO,
         (consume, publish) -> {
-          consume.basicNack(tag, false, true);
-          delivery.session().settled(tag);
+          delivery.session().nackRequeue(consume, tag);
         });
     record.markReleased();
     record.markSettled();
@@ -212,8 +206,7 @@ public final class RabbitAcknowledgement implements Acknowledgement {
     Future<?> done = delivery.session().submit(what, (consume, publish) -> {
       delivery.session().publishConfirmed(exchange, routingKey, copy, delivery.body());
       record.markSettled(); // the copy is stored: from now on the original is only ever acked
-      consume.basicAck(tag, false);
-      delivery.session().settled(tag);
+      delivery.session().ack(consume, tag);
     });
     delivery.session().await(what, done);
     attempts.forget(delivery.properties(), delivery.body());

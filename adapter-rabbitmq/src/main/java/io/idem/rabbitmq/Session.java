@@ -180,10 +180,23 @@ final class Session {
   }
 
   /**
-   * The channel call settling {@code tag} (ack, reject, nack) returned. Settler thread, right
-   * after that call.
+   * {@code basicAck(tag, multiple=false)} on {@code channel}, then {@code tag} counts as settled
+   * (see {@link #ackAll}). Settler thread only, like every settling call below.
    */
-  void settled(long tag) {
+  void ack(Channel channel, long tag) throws IOException {
+    channel.basicAck(tag, false);
+    unsettled.remove(tag);
+  }
+
+  /** {@code basicReject(tag, requeue=true)} on {@code channel}, then {@code tag} counts as settled. */
+  void rejectRequeue(Channel channel, long tag) throws IOException {
+    channel.basicReject(tag, true);
+    unsettled.remove(tag);
+  }
+
+  /** {@code basicNack(tag, multiple=false, requeue=true)} on {@code channel}, then {@code tag} counts as settled. */
+  void nackRequeue(Channel channel, long tag) throws IOException {
+    channel.basicNack(tag, false, true);
     unsettled.remove(tag);
   }
 
@@ -194,10 +207,8 @@ final class Session {
    * the multiple ack covers nothing else: no delivery held for a backoff, a store outage or a
    * return, nor one of another worker's batch — then {@code basicAck(tag, multiple=false)} for each
    * of the others. Settler thread only.
-   *
-   * @return how many tags the multiple ack covered (0 when none was sent)
    */
-  int ackAll(Channel channel, List<Long> tags) throws IOException {
+  void ackAll(Channel channel, List<Long> tags) throws IOException {
     int run = 0;
     for (long lowest : unsettled) {
       if (run == tags.size() || lowest != tags.get(run)) {
@@ -207,17 +218,13 @@ final class Session {
     }
     if (run > 1) {
       channel.basicAck(tags.get(run - 1), true);
-      for (int i = 0; i < run; i++) {
-        settled(tags.get(i));
-      }
+      unsettled.removeAll(tags.subList(0, run));
     } else {
       run = 0;
     }
-    for (int i = run; i < tags.size(); i++) {
-      channel.basicAck(tags.get(i), false);
-      settled(tags.get(i));
+    for (long tag : tags.subList(run, tags.size())) {
+      ack(channel, tag);
     }
-    return run;
   }
 
   /** Marks the session lost (no further settlement) without closing it; for the owner. */

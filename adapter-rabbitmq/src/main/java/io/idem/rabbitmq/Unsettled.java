@@ -56,7 +56,6 @@ final class Unsettled {
       LOG.error("{} of {} was not settled by the settlement under way; returning it to the queue", delivery,
           queue);
     }
-    consume.basicNack(delivery.tag(), false, true);
-    delivery.session().settled(delivery.tag());
+    delivery.session().nackRequeue(consume, delivery.tag());
   }
 }

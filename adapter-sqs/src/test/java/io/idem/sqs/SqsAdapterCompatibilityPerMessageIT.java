@@ -26,10 +26,16 @@ class SqsAdapterCompatibilityPerMessageIT {
     dataSource.close();
   }
 
+  /** Per-message mode, set explicitly. */
   abstract class Kit extends SqsCompatibilityKit {
     @Override
     protected DataSource dataSource() {
       return dataSource;
+    }
+
+    @Override
+    OptionalInt maxBatchSize() {
+      return OptionalInt.of(1);
     }
   }
 
@@ -39,11 +45,6 @@ class SqsAdapterCompatibilityPerMessageIT {
     boolean fifo() {
       return false;
     }
-
-    @Override
-    OptionalInt maxBatchSize() {
-      return OptionalInt.of(1);
-    }
   }
 
   @Nested
@@ -51,11 +52,6 @@ class SqsAdapterCompatibilityPerMessageIT {
     @Override
     boolean fifo() {
       return true;
-    }
-
-    @Override
-    OptionalInt maxBatchSize() {
-      return OptionalInt.of(1);
     }
   }
 }
