@@ -13,7 +13,9 @@ import io.idem.sqs.SqsIdempotentConsumer;
 
 /**
  * Builds Idem's adapters from {@code idem.consumers.<name>.*}; each method touches only its own
- * adapter's classes, so the others need not be on the classpath. Stateless.
+ * adapter's classes, so the others need not be on the classpath. A setting left unset ({@code
+ * null}) is not passed, so the adapter's default holds ({@code maxBatchSize}: each config's {@code
+ * DEFAULT_MAX_BATCH_SIZE}); {@code prefetch} is passed to RabbitMQ only. Stateless.
  */
 final class IdemAdapters {
   private IdemAdapters() {}
@@ -29,6 +31,9 @@ final class IdemAdapters {
     }
     if (c.getConcurrency() != null) {
       builder.concurrency(c.getConcurrency());
+    }
+    if (c.getMaxBatchSize() != null) {
+      builder.maxBatchSize(c.getMaxBatchSize());
     }
     if (c.getShutdownTimeout() != null) {
       builder.shutdownTimeout(c.getShutdownTimeout());
@@ -47,8 +52,14 @@ final class IdemAdapters {
     if (c.getDeadLetter() != null) {
       builder.deadLetterQueue(c.getDeadLetter());
     }
+    if (c.getPrefetch() != null) {
+      builder.prefetch(c.getPrefetch());
+    }
     if (c.getConcurrency() != null) {
       builder.concurrency(c.getConcurrency());
+    }
+    if (c.getMaxBatchSize() != null) {
+      builder.maxBatchSize(c.getMaxBatchSize());
     }
     if (c.getShutdownTimeout() != null) {
       builder.shutdownTimeout(c.getShutdownTimeout());
@@ -64,6 +75,9 @@ final class IdemAdapters {
     if (c.getConcurrency() != null) {
       builder.concurrency(c.getConcurrency());
     }
+    if (c.getMaxBatchSize() != null) {
+      builder.maxBatchSize(c.getMaxBatchSize());
+    }
     if (c.getShutdownTimeout() != null) {
       builder.shutdownTimeout(c.getShutdownTimeout());
     }
@@ -76,6 +90,9 @@ final class IdemAdapters {
         c.getDeadLetter() != null ? c.getDeadLetter() : queue + JmsDeliveries.DEAD_LETTER_SUFFIX);
     if (c.getConcurrency() != null) {
       builder.concurrency(c.getConcurrency());
+    }
+    if (c.getMaxBatchSize() != null) {
+      builder.maxBatchSize(c.getMaxBatchSize());
     }
     if (c.getShutdownTimeout() != null) {
       builder.shutdownTimeout(c.getShutdownTimeout());

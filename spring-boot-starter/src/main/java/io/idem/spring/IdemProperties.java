@@ -21,6 +21,8 @@ import org.springframework.validation.Validator;
  */
 @ConfigurationProperties("idem")
 public class IdemProperties implements Validator {
+  /** Largest {@code idem.consumers.<name>.prefetch}: AMQP's {@code basicQos} count is 16 bits. */
+  private static final int MAX_PREFETCH = 65_535;
 
   /**
    * Whether Idem is on: the one way to turn it off. With {@code false} no Idem bean is created and
@@ -117,7 +119,8 @@ public class IdemProperties implements Validator {
   /**
    * Checks what Idem's builders would refuse later, so that the application stops at start-up
    * with the property's name: {@code idem.retry.*} (Idem's {@code RetryPolicy}), the key settings,
-   * durations that must not be negative, the consumers' required fields and the outbox's settings.
+   * durations that must not be negative, the consumers' required fields and their ranges ({@code
+   * concurrency}, {@code max-batch-size}, {@code prefetch}) and the outbox's settings.
    */
   @Override
   public void validate(Object target, Errors errors) {
@@ -162,6 +165,15 @@ public class IdemProperties implements Validator {
       if (consumer.getConcurrency() != null && consumer.getConcurrency() < 1) {
         errors.rejectValue("consumers", "min", "idem.consumers." + name + ".concurrency must be >= 1,"
             + " but was " + consumer.getConcurrency());
+      }
+      if (consumer.getMaxBatchSize() != null && consumer.getMaxBatchSize() < 1) {
+        errors.rejectValue("consumers", "min", "idem.consumers." + name + ".max-batch-size must be >= 1"
+            + " (1 is per-message mode), but was " + consumer.getMaxBatchSize());
+      }
+      if (consumer.getPrefetch() != null
+          && (consumer.getPrefetch() < 1 || consumer.getPrefetch() > MAX_PREFETCH)) {
+        errors.rejectValue("consumers", "range", "idem.consumers." + name + ".prefetch must be in 1.."
+            + MAX_PREFETCH + ", but was " + consumer.getPrefetch());
       }
     });
     p.getOutbox().validate(errors);
@@ -428,6 +440,20 @@ public class IdemProperties implements Validator {
     /** Worker threads; default: the adapter's. */
     private @Nullable Integer concurrency;
 
+    /**
+     * Most messages run through one database transaction (batch mode; one claim, one COMMIT, then
+     * the acknowledgements), at least 1; 1 is per-message mode, one transaction per message.
+     * Default: the adapter's {@code DEFAULT_MAX_BATCH_SIZE} (docs/BROKERS.md).
+     */
+    private @Nullable Integer maxBatchSize;
+
+    /**
+     * RabbitMQ: the {@code basicQos} prefetch count, unacknowledged deliveries per consumer,
+     * 1..65535; default {@code RabbitConsumerConfig.DEFAULT_PREFETCH}. A RabbitMQ batch is never
+     * larger than it. Not used by the other brokers.
+     */
+    private @Nullable Integer prefetch;
+
     /** How long closing waits for in-flight messages; default: the adapter's. */
     private @Nullable Duration shutdownTimeout;
 
@@ -498,6 +524,39 @@ public class IdemProperties implements Validator {
 
     public void setConcurrency(@Nullable Integer concurrency) {
       this.concurrency = concurrency;
+    }
+
+    /**
+     * Most messages one transaction takes ({@code maxBatchSize(..)} of the adapter's config
+     * builder): a count of messages, at least 1 (checked at start-up by {@link
+     * IdemProperties#validate}); 1 is per-message mode. {@code null} (unset) leaves the adapter's
+     * default, its config's {@code DEFAULT_MAX_BATCH_SIZE} constant ({@code KafkaConsumerConfig},
+     * {@code RabbitConsumerConfig}, {@code SqsConsumerConfig}, {@code JmsConsumerConfig}; the
+     * values are in docs/BROKERS.md). Caps of the broker still apply: an SQS batch never spans two
+     * receives (at most 10 messages), a RabbitMQ batch never exceeds {@link #getPrefetch()}.
+     */
+    public @Nullable Integer getMaxBatchSize() {
+      return maxBatchSize;
+    }
+
+    public void setMaxBatchSize(@Nullable Integer maxBatchSize) {
+      this.maxBatchSize = maxBatchSize;
+    }
+
+    /**
+     * RabbitMQ only: the {@code basicQos} prefetch count ({@code RabbitConsumerConfig.Builder
+     * prefetch(..)}), unacknowledged deliveries per consumer, 1..65535 (checked at start-up by
+     * {@link IdemProperties#validate}); {@code null} (unset) leaves {@code
+     * RabbitConsumerConfig.DEFAULT_PREFETCH}. It must be at least {@link #getConcurrency()} (the
+     * adapter refuses otherwise, at start-up). Ignored by the other brokers, like the other
+     * broker-specific settings here.
+     */
+    public @Nullable Integer getPrefetch() {
+      return prefetch;
+    }
+
+    public void setPrefetch(@Nullable Integer prefetch) {
+      this.prefetch = prefetch;
     }
 
     public @Nullable Duration getShutdownTimeout() {
