@@ -125,6 +125,29 @@ class IdemNeverInertIT {
             .hasStackTraceContaining("idem.claim-lock-timeout must not be negative, but was PT-1S"));
   }
 
+  /**
+   * A consumer's batch size below 1, and a RabbitMQ prefetch outside AMQP's 1..65535 (too large
+   * on one consumer, 0 on another), stop start-up naming each consumer's property and its value,
+   * all in one report; nothing is started.
+   */
+  @Test
+  void aConsumersBatchSizeOrPrefetchOutOfRangeFailsStartUpNamingTheProperty() {
+    runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
+        .withPropertyValues("idem.consumers.payments.broker=rabbitmq", "idem.consumers.payments.source=payments",
+            "idem.consumers.payments.handler=paymentsHandler", "idem.consumers.payments.max-batch-size=0",
+            "idem.consumers.payments.prefetch=65536",
+            "idem.consumers.refunds.broker=sqs", "idem.consumers.refunds.source=http://127.0.0.1:9/q",
+            "idem.consumers.refunds.handler=refundsHandler", "idem.consumers.refunds.max-batch-size=-3",
+            "idem.consumers.refunds.prefetch=0")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.consumers.payments.max-batch-size must be >= 1 (1 is per-message"
+                + " mode), but was 0")
+            .hasStackTraceContaining("idem.consumers.payments.prefetch must be in 1..65535, but was 65536")
+            .hasStackTraceContaining("idem.consumers.refunds.max-batch-size must be >= 1 (1 is per-message"
+                + " mode), but was -3")
+            .hasStackTraceContaining("idem.consumers.refunds.prefetch must be in 1..65535, but was 0"));
+  }
+
   @Test
   void aRelayLeaseThatIsNotPositiveFailsStartUpNamingTheProperty() {
     runner.withBean("first", DataSource.class, IdemNeverInertIT::first)
