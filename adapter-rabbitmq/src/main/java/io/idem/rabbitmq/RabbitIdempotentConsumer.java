@@ -195,8 +195,9 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   /**
    * Connects, declares or verifies the topology, and starts consuming. Logs the mode (batches of
    * up to {@link RabbitConsumerConfig#maxBatchSize()}, or per message) and the prefetch at INFO,
-   * and a WARN, once, when an explicit {@link RabbitConsumerConfig.Builder#prefetch(int) prefetch}
-   * is below {@code maxBatchSize} (no batch can then be larger than the prefetch).
+   * and a WARN, once, when the prefetch is below {@code maxBatchSize} — an explicit {@link
+   * RabbitConsumerConfig.Builder#prefetch(int) prefetch(n)}, kept as given: no batch can then be
+   * larger than {@code n}.
    *
    * @throws IllegalStateException when already started or closed
    * @throws IdempotencyException when RabbitMQ cannot be reached or the topology is refused (the
