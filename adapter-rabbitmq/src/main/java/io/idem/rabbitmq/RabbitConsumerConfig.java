@@ -36,25 +36,50 @@ public final class RabbitConsumerConfig {
   /** Default {@link Builder#uri(String) uri}: {@value} (the local broker's default account). */
   public static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672/%2F";
   /**
-   * Default {@link Builder#prefetch(int) prefetch}: {@value} unacknowledged deliveries per
-   * consumer. Small, so that a stopped or slow instance holds few messages away from others.
+   * Floor of the default {@link Builder#prefetch(int) prefetch}: {@value} unacknowledged deliveries
+   * per consumer. When {@code prefetch(int)} is not called, the prefetch is {@link
+   * #defaultPrefetch(int) max(DEFAULT_PREFETCH, 2 × maxBatchSize)} — 20 with the default {@link
+   * #DEFAULT_MAX_BATCH_SIZE}, 10 in per-message mode ({@code maxBatchSize(1)}): small, so that a
+   * stopped or slow instance holds few messages away from the others, and in batch mode two
+   * batches, so that the next batch is already buffered while one commits.
    */
   public static final int DEFAULT_PREFETCH = 10;
   /** Default {@link Builder#concurrency(int) concurrency}: {@value} worker thread. */
   public static final int DEFAULT_CONCURRENCY = 1;
   /**
-   * Default {@link Builder#maxBatchSize(int) maxBatchSize}: {@value} (per-message mode); batch
-   * mode is opt-in. Measured on this project's 2-core machine under load (PostgreSQL 15, RabbitMQ
-   * 3.10, quorum queue, one worker, a one-row INSERT per message; docs/BROKERS.md, "RabbitMQ batch
-   * mode"): per-message 146 messages/s, {@code maxBatchSize(10)} 641/s (4.4×; 819/s with prefetch
-   * 20), {@code maxBatchSize(50)} with prefetch 100 2,092/s. The gain exists only with a backlog,
-   * while a batch changes what other events cost: a lost channel returns the whole batch (acked
-   * as duplicates on redelivery), {@link RabbitIdempotentConsumer#close()} finishes the batch in
-   * flight rather than one delivery, a trickle waits up to the 5 ms linger, and one failing
-   * message makes its batch run twice. So the default stays 1, and 10 (the default prefetch) is
-   * the recommended setting for a consumer that works through backlogs.
+   * Default {@link Builder#maxBatchSize(int) maxBatchSize}: {@value}, batch mode — a worker runs
+   * the deliveries waiting in its prefetch window (up to 10, with the 5 ms linger) through one
+   * store transaction, one multi-row claim and one COMMIT, then acks them with one {@code
+   * basicAck(last, multiple=true)} when their tags are the channel's lowest unsettled ones (one
+   * {@code basicAck} per tag otherwise), each delivery still only after the COMMIT that applied it.
+   * {@code maxBatchSize(1)} is per-message mode: one transaction and one ack per delivery, with
+   * runs (a delivery's claim travels with the previous one's COMMIT, see {@link
+   * io.idem.IdempotentConsumer#openRun()}).
+   *
+   * <p>Why batch mode is the default: with a backlog it is several times faster and per-message
+   * mode's guarantees hold in it — no delivery is acked before the transaction that applied it
+   * committed, and a failing message does not poison its batch (the batch is redone message by
+   * message, and only that one is retried, charged an attempt or dead-lettered). Measured on this
+   * project's 2-core machine under load (PostgreSQL 15, RabbitMQ 3.10, quorum queue, one worker, a
+   * one-row INSERT per message; docs/BROKERS.md, "RabbitMQ batch mode"): per-message 146
+   * messages/s, {@code maxBatchSize(10)} with prefetch 10 641/s, with prefetch 20 (this default's)
+   * 819/s (5.6×), {@code maxBatchSize(50)} with prefetch 100 2,092/s. The adapter kit and its crash
+   * matrix pass on this default (quorum queues) and with {@code maxBatchSize(1)} (classic queues).
+   *
+   * <p>The costs batch mode keeps, where per-message mode has them for one delivery only:
+   *
+   * <ul>
+   *   <li>a lost channel or connection returns the whole unacknowledged batch: RabbitMQ redelivers
+   *       it, and what was committed is acked as duplicates;
+   *   <li>{@link RabbitIdempotentConsumer#close()} finishes the batch in flight (up to 10
+   *       deliveries) rather than one delivery, within {@link Builder#shutdownTimeout(Duration)};
+   *   <li>a trickle of messages waits up to the 5 ms linger before each runs;
+   *   <li>one failing message makes its batch run twice: handler code outside the store
+   *       transaction (an HTTP call, a log line) may see the batch's other messages once more
+   *       than they are applied (the rolled-back run).
+   * </ul>
    */
-  public static final int DEFAULT_MAX_BATCH_SIZE = 1;
+  public static final int DEFAULT_MAX_BATCH_SIZE = 10;
   /** Default {@link Builder#queueType(RabbitQueueType) queue type}: classic. */
   public static final RabbitQueueType DEFAULT_QUEUE_TYPE = RabbitQueueType.CLASSIC;
   /** Suffix of the default dead-letter exchange name ({@code <queue>.dlx}): {@value}. */
@@ -87,10 +112,14 @@ public final class RabbitConsumerConfig {
   public static final String CONSUMER_TIMEOUT_ARGUMENT = "x-consumer-timeout";
 
   private static final int MAX_NAME_BYTES = 255;
+  /** The largest {@code basicQos} prefetch count AMQP 0-9-1 carries (a short). */
+  private static final int MAX_PREFETCH = 65_535;
 
   private final String queue;
   private final String uri;
   private final int prefetch;
+  /** Whether {@link #prefetch} was given ({@code toString()} marks a derived one "(default)"). */
+  private final boolean prefetchSet;
   private final int concurrency;
   private final int maxBatchSize;
   private final RabbitQueueType queueType;
@@ -111,7 +140,8 @@ public final class RabbitConsumerConfig {
   private RabbitConsumerConfig(Builder b) {
     this.queue = b.queue;
     this.uri = b.uri;
-    this.prefetch = b.prefetch;
+    this.prefetch = b.effectivePrefetch();
+    this.prefetchSet = b.prefetch != null;
     this.concurrency = b.concurrency;
     this.maxBatchSize = b.maxBatchSize;
     this.queueType = b.queueType;
@@ -152,9 +182,28 @@ public final class RabbitConsumerConfig {
     return uri;
   }
 
-  /** {@code basicQos} prefetch count: unacknowledged deliveries per consumer. */
+  /**
+   * {@code basicQos} prefetch count: unacknowledged deliveries per consumer, 1..65535 — the value
+   * given to {@link Builder#prefetch(int)}, else {@link #defaultPrefetch(int)
+   * defaultPrefetch(maxBatchSize())}.
+   */
   public int prefetch() {
     return prefetch;
+  }
+
+  /**
+   * The prefetch a configuration gets when {@link Builder#prefetch(int)} is not called: {@code
+   * max(}{@value #DEFAULT_PREFETCH}{@code , 2 × maxBatchSize)}, at most 65535 (AMQP's limit) —
+   * room for the batch a worker processes and the next one, which RabbitMQ delivers meanwhile, so
+   * that the worker finds it buffered once the COMMIT and acks are done (measured with {@code
+   * maxBatchSize} 10: prefetch 20 819 messages/s, prefetch 10 641/s; docs/BROKERS.md).
+   *
+   * @param maxBatchSize at least 1
+   * @throws IllegalArgumentException when {@code maxBatchSize} is below 1
+   */
+  public static int defaultPrefetch(int maxBatchSize) {
+    Settings.atLeast("maxBatchSize", maxBatchSize, 1);
+    return (int) Math.min(MAX_PREFETCH, Math.max(DEFAULT_PREFETCH, 2L * maxBatchSize));
   }
 
   /** Worker threads processing deliveries in parallel. */
@@ -259,7 +308,7 @@ public final class RabbitConsumerConfig {
   @Override
   public String toString() {
     return "RabbitConsumerConfig[queue=" + queue + ", uri=" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
-        + ", prefetch=" + prefetch + ", concurrency=" + concurrency + ", maxBatchSize=" + maxBatchSize + ", queueArguments="
+        + ", prefetch=" + prefetch + (prefetchSet ? "" : " (default)") + ", concurrency=" + concurrency + ", maxBatchSize=" + maxBatchSize + ", queueArguments="
         + queueArguments() + ", declareTopology=" + declareTopology + ", deadLetterQueue="
         + deadLetterQueue + ", verifyQueueArguments=" + verifyQueueArguments
         + ", connectionName=" + connectionName + ", shutdownTimeout=" + shutdownTimeout
@@ -271,7 +320,7 @@ public final class RabbitConsumerConfig {
   public static final class Builder {
     private final String queue;
     private String uri = DEFAULT_URI;
-    private int prefetch = DEFAULT_PREFETCH;
+    private @Nullable Integer prefetch;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
     private RabbitQueueType queueType = DEFAULT_QUEUE_TYPE;
@@ -305,9 +354,19 @@ public final class RabbitConsumerConfig {
     }
 
     /**
-     * {@code basicQos} prefetch count, 1..65535; default {@value
-     * RabbitConsumerConfig#DEFAULT_PREFETCH}. A delivery waiting for its retry backoff keeps its
-     * slot, so keep it above {@link #concurrency(int)}.
+     * {@code basicQos} prefetch count, 1..65535: how many unacknowledged deliveries RabbitMQ pushes
+     * to this consumer ahead of its workers. Default (when not called) {@link
+     * RabbitConsumerConfig#defaultPrefetch(int) max(10, 2 × maxBatchSize)}: 20 with the default
+     * batch size, 10 with {@code maxBatchSize(1)} — and it follows a {@link #maxBatchSize(int)}
+     * set before or after. A value given here is kept as given, whatever the batch size.
+     *
+     * <p>It bounds a batch: a worker batches only what is in the window, so a prefetch below
+     * {@code maxBatchSize} makes every batch at most {@code prefetch} deliveries — allowed (a
+     * consumer that must hold few messages), and {@link RabbitIdempotentConsumer#start()} logs a
+     * WARN once that says so; a prefetch below {@code 2 × maxBatchSize} leaves the worker waiting
+     * for the next batch to arrive after each COMMIT. A delivery waiting for its retry backoff or
+     * held through a store outage keeps its slot, so keep it above {@link #concurrency(int)} (at
+     * least {@code concurrency × maxBatchSize} for every worker to get full batches).
      */
     public Builder prefetch(int value) {
       this.prefetch = value;
@@ -325,15 +384,18 @@ public final class RabbitConsumerConfig {
 
     /**
      * Most deliveries one worker runs through one database transaction, at least 1; default
-     * {@value RabbitConsumerConfig#DEFAULT_MAX_BATCH_SIZE}; 1 is per-message mode. A batch is what
-     * the worker finds in its prefetch window when it takes a delivery, plus what arrives within
-     * a linger of at most 5 ms when that is fewer than {@code maxBatchSize} (so a trickle of messages
-     * runs one by one, each up to 5 ms later, and a backlog runs in batches of up to {@code
-     * min(maxBatchSize, prefetch)}; a prefetch of twice {@code maxBatchSize} keeps the next batch
-     * arriving while one is processed). One multi-row claim, the handler for each new message,
-     * one COMMIT, then one {@code basicAck} per delivery tag on the channel that delivered it. A
-     * failing message does not poison its batch: the batch is redone message by message and only
-     * that one is retried (see {@link RabbitIdempotentConsumer}, "Batches").
+     * {@value RabbitConsumerConfig#DEFAULT_MAX_BATCH_SIZE} (batch mode, see {@link
+     * RabbitConsumerConfig#DEFAULT_MAX_BATCH_SIZE} for why and what it costs); 1 is per-message
+     * mode, with runs. A batch is what the worker finds in its prefetch window when it takes a
+     * delivery, plus what arrives within a linger of at most 5 ms when that is fewer than {@code
+     * maxBatchSize} (so a trickle of messages runs one by one, each up to 5 ms later, and a backlog
+     * runs in batches of up to {@code min(maxBatchSize, prefetch)}; the default prefetch, {@code
+     * max(10, 2 × maxBatchSize)}, keeps the next batch arriving while one is processed). One
+     * multi-row claim, the handler for each new message, one COMMIT, then the batch's acks — one
+     * {@code basicAck(last, multiple=true)} when its tags are the channel's lowest unsettled ones,
+     * else one {@code basicAck} per tag — on the channel that delivered it. A failing message does
+     * not poison its batch: the batch is redone message by message and only that one is retried
+     * (see {@link RabbitIdempotentConsumer}, "Batches").
      */
     public Builder maxBatchSize(int value) {
       this.maxBatchSize = value;
@@ -494,12 +556,16 @@ public final class RabbitConsumerConfig {
             "uri must be an AMQP URI, but was '" + uri.replaceAll("//([^:/@]+):[^@]*@", "//$1:***@")
                 + "': " + e.getMessage(), e);
       }
-      Settings.inRange("prefetch", prefetch, 1, 65_535);
-      if (concurrency < 1 || concurrency > prefetch) {
-        throw new IllegalArgumentException(
-            "concurrency must be in 1..prefetch (" + prefetch + "), but was " + concurrency);
-      }
       Settings.atLeast("maxBatchSize", maxBatchSize, 1);
+      if (prefetch != null) {
+        Settings.inRange("prefetch", prefetch, 1, MAX_PREFETCH);
+      }
+      int effectivePrefetch = effectivePrefetch();
+      if (concurrency < 1 || concurrency > effectivePrefetch) {
+        throw new IllegalArgumentException("concurrency must be in 1..prefetch (" + effectivePrefetch
+            + (prefetch == null ? ", the default for maxBatchSize " + maxBatchSize + "; set prefetch(int)" : "")
+            + "), but was " + concurrency);
+      }
       if (deliveryLimit != null) {
         if (queueType != RabbitQueueType.QUORUM) {
           throw new IllegalArgumentException(
@@ -534,6 +600,11 @@ public final class RabbitConsumerConfig {
             + " held that long");
       }
       return new RabbitConsumerConfig(this);
+    }
+
+    /** The prefetch given, else the default for the batch size; maxBatchSize already checked. */
+    private int effectivePrefetch() {
+      return prefetch != null ? prefetch : defaultPrefetch(maxBatchSize);
     }
 
     private static void checkName(String setting, String value) {

@@ -48,7 +48,9 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Batches</h2>
  *
- * With {@link RabbitConsumerConfig#maxBatchSize()} above 1, a worker that takes a delivery also
+ * With {@link RabbitConsumerConfig#maxBatchSize()} above 1 — the default, {@value
+ * RabbitConsumerConfig#DEFAULT_MAX_BATCH_SIZE}; {@code maxBatchSize(1)} is per-message mode, one
+ * transaction and one ack per delivery, with runs — a worker that takes a delivery also
  * takes the deliveries buffered behind it (up to {@code maxBatchSize}, never more than the
  * prefetch window holds; when fewer are there it waits at most 5 ms for more, once), all of one
  * channel, and runs them through {@link IdempotentConsumer#processBatch} with {@link BatchOrder#UNORDERED}
@@ -191,7 +193,11 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
   }
 
   /**
-   * Connects, declares or verifies the topology, and starts consuming.
+   * Connects, declares or verifies the topology, and starts consuming. Logs the mode (batches of
+   * up to {@link RabbitConsumerConfig#maxBatchSize()}, or per message) and the prefetch at INFO,
+   * and a WARN, once, when the prefetch is below {@code maxBatchSize} — an explicit {@link
+   * RabbitConsumerConfig.Builder#prefetch(int) prefetch(n)}, kept as given: no batch can then be
+   * larger than {@code n}.
    *
    * @throws IllegalStateException when already started or closed
    * @throws IdempotencyException when RabbitMQ cannot be reached or the topology is refused (the
@@ -226,8 +232,16 @@ public final class RabbitIdempotentConsumer implements BrokerConsumer {
         worker.start();
       }
       state = State.RUNNING;
-      LOG.info("RabbitMQ consumer started: group '{}', queue {}, {} workers, max attempts {}",
-          pipeline.consumerGroup(), config.queue(), config.concurrency(), pipeline.retryPolicy().maxAttempts());
+      LOG.info("RabbitMQ consumer started: group '{}', queue {}, {} workers, {}, prefetch {}, max attempts {}",
+          pipeline.consumerGroup(), config.queue(), config.concurrency(),
+          config.maxBatchSize() == 1 ? "per message" : "batches of up to " + config.maxBatchSize(),
+          config.prefetch(), pipeline.retryPolicy().maxAttempts());
+      if (config.prefetch() < config.maxBatchSize()) {
+        LOG.warn("RabbitMQ consumer of {}: prefetch {} is below maxBatchSize {}, so no batch is larger than {}"
+            + " deliveries; leave prefetch unset for max({}, 2 x maxBatchSize), or set maxBatchSize({})",
+            config.queue(), config.prefetch(), config.maxBatchSize(), config.prefetch(),
+            RabbitConsumerConfig.DEFAULT_PREFETCH, config.prefetch());
+      }
       LOG.debug("RabbitMQ consumer of group '{}': {}; {}", pipeline.consumerGroup(), config, pipeline);
     }
   }

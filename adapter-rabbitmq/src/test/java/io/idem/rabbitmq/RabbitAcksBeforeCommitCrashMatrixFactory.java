@@ -61,6 +61,9 @@ public final class RabbitAcksBeforeCommitCrashMatrixFactory implements CrashMatr
             .uri(context.property("uri"))
             .queueType(RabbitQueueType.CLASSIC)
             .connectionName("idem-test-crash-wrong-" + context.destination())
+            // per message: in batch mode the early ack() only hands the tag to the batch, which
+            // acks after the batch's COMMIT — the bug would not show
+            .maxBatchSize(1)
             .build(),
         wrong);
     consumer.start();

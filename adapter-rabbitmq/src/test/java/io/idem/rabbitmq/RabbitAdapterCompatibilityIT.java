@@ -10,6 +10,7 @@ import io.idem.testkit.BrokerHarness;
 import io.idem.testkit.CrashMatrix;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import java.util.Map;
+import java.util.OptionalInt;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -17,14 +18,20 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * The adapter kit on the real RabbitMQ and PostgreSQL; one subclass per queue type
- * ({@link RabbitClassicQueueCompatibilityIT}, {@link RabbitQuorumQueueCompatibilityIT}).
+ * The adapter kit on the real RabbitMQ and PostgreSQL, crash matrix included; one subclass per
+ * queue type and mode: {@link RabbitClassicQueueCompatibilityIT} per message ({@code
+ * maxBatchSize(1)} set explicitly), {@link RabbitQuorumQueueCompatibilityIT} with the default
+ * configuration (batch mode, {@link RabbitConsumerConfig#DEFAULT_MAX_BATCH_SIZE}). Two test
+ * classes, so the module's test JVMs run the two crash matrices side by side.
  */
 abstract class RabbitAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
   private static HikariDataSource dataSource;
 
   /** The queue type every kit test of the subclass runs on. */
   abstract RabbitQueueType queueType();
+
+  /** The {@code maxBatchSize} every consumer of the subclass sets; empty = the builder's default. */
+  abstract OptionalInt maxBatchSize();
 
   @BeforeAll
   static void openDatabase() {
@@ -48,7 +55,7 @@ abstract class RabbitAdapterCompatibilityIT extends BrokerAdapterCompatibilityKi
 
   @Override
   protected BrokerHarness harness(String name) {
-    return new RabbitHarness(name, queueType());
+    return new RabbitHarness(name, queueType(), maxBatchSize());
   }
 
   @Override
@@ -58,7 +65,9 @@ abstract class RabbitAdapterCompatibilityIT extends BrokerAdapterCompatibilityKi
 
   @Override
   protected Map<String, String> crashProperties(BrokerHarness harness) {
-    return Map.of("uri", RabbitFixture.shared().uri(), "queue-type", queueType().name());
+    OptionalInt size = maxBatchSize();
+    return Map.of("uri", RabbitFixture.shared().uri(), "queue-type", queueType().name(),
+        "max-batch-size", size.isPresent() ? Integer.toString(size.getAsInt()) : "default");
   }
 
   /**

@@ -268,6 +268,49 @@ class RabbitBatchIT {
     }
   }
 
+  @Test
+  void aPrefetchBelowMaxBatchSizeIsKeptBoundsEveryBatchAndIsWarnedOnceAtStart() throws Exception {
+    int prefetch = 3;
+    try (TestQueue queue = TestQueue.declare("batch-prefetch", RabbitQueueType.CLASSIC);
+        TestDatabase db = TestDatabase.fresh("rabbit_batch")) {
+      for (String key : keys("p-", 3 * BATCH)) {
+        queue.publish(key, "{}");
+      }
+      Map<Long, List<String>> transactions = new ConcurrentHashMap<>();
+      IdempotentConsumer<SqlSession> pipeline = IdempotentConsumer.builder(db.store)
+          .consumerGroup("batch-prefetch")
+          .handler((message, session) -> {
+            String key = String.valueOf(message.header("idempotency-key"));
+            transactions.computeIfAbsent(transactionId(session), t -> new CopyOnWriteArrayList<>()).add(key);
+            TestDatabase.record(session, key, message.deliveryAttempt());
+          })
+          .build();
+      RabbitConsumerConfig config = queue.configBuilder().prefetch(prefetch).build();
+      assertThat(config.prefetch()).as("kept as given").isEqualTo(prefetch);
+      assertThat(config.maxBatchSize()).isEqualTo(RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
+      try (CapturedLog log = CapturedLog.of(RabbitIdempotentConsumer.class)) {
+        try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config, pipeline)) {
+          consumer.start();
+          await("all applied").atMost(Duration.ofSeconds(30)).until(() -> db.totalEffects() == 3 * BATCH);
+        }
+        assertThat(log.messages(ch.qos.logback.classic.Level.WARN)).filteredOn(m -> m.contains("prefetch"))
+            .containsExactly("RabbitMQ consumer of " + queue.name + ": prefetch 3 is below maxBatchSize 10, so no"
+                + " batch is larger than 3 deliveries; leave prefetch unset for max(10, 2 x maxBatchSize), or set"
+                + " maxBatchSize(3)");
+      }
+      assertThat(transactions.values()).as("batches within the prefetch window")
+          .allSatisfy(keys -> assertThat(keys).hasSizeBetween(1, prefetch));
+      assertThat(transactions.values()).as("batches there were").anySatisfy(keys -> assertThat(keys).hasSizeGreaterThan(1));
+
+      try (CapturedLog log = CapturedLog.of(RabbitIdempotentConsumer.class);
+          RabbitIdempotentConsumer defaults = RabbitIdempotentConsumer.create(queue.config(), pipeline)) {
+        assertThat(defaults.config().prefetch()).isEqualTo(2 * RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
+        defaults.start();
+        assertThat(log.messages(ch.qos.logback.classic.Level.WARN)).noneMatch(m -> m.contains("prefetch"));
+      }
+    }
+  }
+
   private static long transactionId(SqlSession session) throws Exception {
     try (Statement s = session.getConnection().createStatement();
         ResultSet rs = s.executeQuery("SELECT txid_current()")) {

@@ -17,26 +17,35 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Shutdown is not a failure: with {@code maxAttempts(2)}, a message that failed once (attempt 1)
  * and whose handler is blocked on attempt 2 when {@code close()} runs out of
  * {@code shutdownTimeout} is interrupted, not dead-lettered: its outcome is {@code RELEASED}, the
  * worker keeps the interrupt flag and stops without an error, the delivery goes back to the queue
- * unacknowledged, and the next consumer applies it.
+ * unacknowledged, and the next consumer applies it. Per message ({@code maxBatchSize(1)}, a run)
+ * and in the default batch mode (the message alone in the buffer: a delivery processed on its own),
+ * on both queue types.
  */
 class RabbitCloseInterruptingAHandlerIsNotAnAttemptIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
   private static final String KEY = "blocked-1";
 
-  @ParameterizedTest
-  @EnumSource(RabbitQueueType.class)
-  void anInterruptedLastAttemptGoesBackToTheQueueAndIsAppliedByTheNextConsumer(RabbitQueueType type)
-      throws Exception {
+  static Stream<Arguments> queueTypesAndBatchSizes() {
+    return Stream.of(RabbitQueueType.values()).flatMap(type -> Stream.of(
+        Arguments.of(type, 1), Arguments.of(type, RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE)));
+  }
+
+  @ParameterizedTest(name = "{0}, maxBatchSize {1}")
+  @MethodSource("queueTypesAndBatchSizes")
+  void anInterruptedLastAttemptGoesBackToTheQueueAndIsAppliedByTheNextConsumer(RabbitQueueType type,
+      int maxBatchSize) throws Exception {
     RetryPolicy twoAttempts = RetryPolicy.builder().maxAttempts(2).initialBackoff(Duration.ofMillis(50))
         .maxBackoff(Duration.ofMillis(50)).multiplier(1.0).jitter(0).build();
     try (TestQueue queue = TestQueue.declare("close-interrupt", type);
@@ -72,7 +81,8 @@ class RabbitCloseInterruptingAHandlerIsNotAnAttemptIT {
           .build();
       try (CapturedLog log = CapturedLog.of(RabbitIdempotentConsumer.class)) {
         RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(
-            queue.configBuilder().concurrency(1).shutdownTimeout(Duration.ofMillis(500)).build(),
+            queue.configBuilder().concurrency(1).maxBatchSize(maxBatchSize).shutdownTimeout(Duration.ofMillis(500))
+                .build(),
             blockingPipeline);
         consumer.start();
         assertThat(blocking.await(30, TimeUnit.SECONDS)).isTrue();

@@ -12,10 +12,11 @@ class RabbitConsumerConfigTest {
   void defaults() {
     RabbitConsumerConfig config = RabbitConsumerConfig.builder("orders").build();
     assertThat(config.uri()).isEqualTo(RabbitConsumerConfig.DEFAULT_URI);
-    assertThat(config.prefetch()).isEqualTo(RabbitConsumerConfig.DEFAULT_PREFETCH).isEqualTo(10);
+    // batch mode by default, with room for two batches in the prefetch window
+    assertThat(config.maxBatchSize()).isEqualTo(RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(10);
+    assertThat(config.prefetch()).isEqualTo(2 * RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(20);
     assertThat(config.concurrency()).isEqualTo(1);
-    assertThat(config.maxBatchSize()).isEqualTo(RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(1);
-    assertThat(RabbitConsumerConfig.builder("orders").maxBatchSize(10).build().maxBatchSize()).isEqualTo(10);
+    assertThat(RabbitConsumerConfig.builder("orders").maxBatchSize(1).build().maxBatchSize()).isEqualTo(1);
     assertThat(config.queueType()).isEqualTo(RabbitQueueType.CLASSIC);
     assertThat(config.deadLetterExchange()).isEqualTo("orders.dlx");
     assertThat(config.deadLetterQueue()).isEqualTo("orders.dlq");
@@ -33,6 +34,48 @@ class RabbitConsumerConfigTest {
         .containsExactly(
             org.assertj.core.api.Assertions.entry("x-queue-type", "classic"),
             org.assertj.core.api.Assertions.entry("x-dead-letter-exchange", "orders.dlx"));
+  }
+
+  @Test
+  void anUnsetPrefetchIsTenOrTwiceTheBatchSize() {
+    assertThat(RabbitConsumerConfig.DEFAULT_PREFETCH).isEqualTo(10);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(1).build().prefetch()).as("per message").isEqualTo(10);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(5).build().prefetch()).isEqualTo(10);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(6).build().prefetch()).isEqualTo(12);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(50).build().prefetch()).isEqualTo(100);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(32_767).build().prefetch()).isEqualTo(65_534);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(40_000).build().prefetch())
+        .as("capped at AMQP's largest prefetch count").isEqualTo(65_535);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(Integer.MAX_VALUE).build().prefetch()).isEqualTo(65_535);
+    // derived at build(), from the batch size set last
+    assertThat(RabbitConsumerConfig.builder("q").concurrency(2).maxBatchSize(25).build().prefetch()).isEqualTo(50);
+    assertThat(RabbitConsumerConfig.defaultPrefetch(1)).isEqualTo(10);
+    assertThat(RabbitConsumerConfig.defaultPrefetch(10)).isEqualTo(20);
+    assertThatThrownBy(() -> RabbitConsumerConfig.defaultPrefetch(0))
+        .hasMessage("maxBatchSize must be >= 1, but was 0");
+  }
+
+  @Test
+  void anExplicitPrefetchIsKeptAsGiven() {
+    assertThat(RabbitConsumerConfig.builder("q").prefetch(10).build().prefetch()).as("the old default").isEqualTo(10);
+    assertThat(RabbitConsumerConfig.builder("q").prefetch(3).build())
+        .as("below maxBatchSize: allowed (batches of at most 3; start() warns)")
+        .extracting(RabbitConsumerConfig::prefetch, RabbitConsumerConfig::maxBatchSize).containsExactly(3, 10);
+    assertThat(RabbitConsumerConfig.builder("q").prefetch(500).maxBatchSize(1).build().prefetch()).isEqualTo(500);
+    assertThat(RabbitConsumerConfig.builder("q").maxBatchSize(100).prefetch(150).build().prefetch()).isEqualTo(150);
+    assertThat(RabbitConsumerConfig.builder("q").build().toString()).contains(", prefetch=20 (default), ");
+    assertThat(RabbitConsumerConfig.builder("q").prefetch(20).build().toString()).contains(", prefetch=20, ");
+  }
+
+  @Test
+  void concurrencyIsCheckedAgainstTheEffectivePrefetch() {
+    assertThat(RabbitConsumerConfig.builder("q").concurrency(20).build().concurrency()).isEqualTo(20);
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").concurrency(21).build())
+        .hasMessage("concurrency must be in 1..prefetch (20, the default for maxBatchSize 10; set prefetch(int)),"
+            + " but was 21");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").maxBatchSize(1).concurrency(11).build())
+        .hasMessage("concurrency must be in 1..prefetch (10, the default for maxBatchSize 1; set prefetch(int)),"
+            + " but was 11");
   }
 
   @Test
@@ -60,6 +103,8 @@ class RabbitConsumerConfigTest {
         .hasMessage("maxBatchSize must be >= 1, but was 0");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(0).build())
         .hasMessage("prefetch must be in 1..65535, but was 0");
+    assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(65_536).build())
+        .hasMessage("prefetch must be in 1..65535, but was 65536");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").prefetch(4).concurrency(5).build())
         .hasMessage("concurrency must be in 1..prefetch (4), but was 5");
     assertThatThrownBy(() -> RabbitConsumerConfig.builder("q").deliveryLimit(5).build())

@@ -11,7 +11,8 @@ import java.time.Duration;
  * The adapter kit's crash matrix consumer ({@link RabbitAdapterCompatibilityIT#crashConsumerFactory}),
  * run in the child JVM: the kit's pipeline on the MyBatis store, a RabbitMQ consumer configured
  * as {@link TestQueue#configBuilder()} configures the kit's own. Properties: {@code uri}, {@code
- * queue-type}. Its channels call {@link CrashInjector#atBrokerOperation} with DURING_ACK once
+ * queue-type}, {@code max-batch-size} (a number, or {@code default}: the builder's default,
+ * batch mode). Its channels call {@link CrashInjector#atBrokerOperation} with DURING_ACK once
  * {@code basicAck} returned, and with DEAD_LETTER_COPY_STORED once the confirm wait of a published
  * copy returned (the consumer publishes dead-letter copies only; the copy is confirmed in the
  * dead-letter queue, the original not acked).
@@ -31,6 +32,10 @@ public final class RabbitCrashMatrixFactory implements CrashMatrixConsumerFactor
         .shutdownTimeout(Duration.ofSeconds(20));
     if (type == RabbitQueueType.QUORUM) {
       config.deliveryLimit(TestQueue.DELIVERY_LIMIT);
+    }
+    String maxBatchSize = context.property("max-batch-size");
+    if (!maxBatchSize.equals("default")) {
+      config.maxBatchSize(Integer.parseInt(maxBatchSize));
     }
     RecordingConnectionFactory connections = new RecordingConnectionFactory().crashingAt(context.crashInjector());
     connections.setUri(context.property("uri"));

@@ -9,7 +9,6 @@ import io.idem.testkit.OutcomeRecorder;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.ibatis.session.SqlSession;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -18,7 +17,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * {@code close()} while a handler runs and more messages wait prefetched: it finishes and acks the
  * in-flight message, leaves the prefetched ones unprocessed and unacknowledged (RabbitMQ returns
- * them to the queue), and the next consumer processes each of them once.
+ * them to the queue), and the next consumer (the default configuration, batch mode) processes each
+ * of them once. In batch mode (the default) {@code close()} finishes the whole batch in flight
+ * instead: every delivery of it applied and acked, none returned.
  */
 class RabbitGracefulShutdownIT {
   private static final String SLOW = "slow-1";
@@ -31,31 +32,21 @@ class RabbitGracefulShutdownIT {
         TestDatabase db = TestDatabase.fresh("rabbit_shutdown")) {
       queue.publish(SLOW, "{}");
       PREFETCHED.forEach(key -> queue.publish(key, "{}"));
-      CountDownLatch entered = new CountDownLatch(1);
-      CountDownLatch release = new CountDownLatch(1);
+      HoldingHandler slow = new HoldingHandler(SLOW, null);
       OutcomeRecorder first = new OutcomeRecorder();
-      IdempotentConsumer<SqlSession> slowPipeline = IdempotentConsumer.builder(db.store)
-          .consumerGroup("shutdown")
-          .handler((message, session) -> {
-            if (SLOW.equals(message.header("idempotency-key"))) {
-              entered.countDown();
-              assertThat(release.await(60, TimeUnit.SECONDS)).isTrue();
-            }
-            TestDatabase.record(session, String.valueOf(message.header("idempotency-key")),
-                message.deliveryAttempt());
-          })
-          .listener(first)
-          .build();
-      RabbitIdempotentConsumer consumer =
-          RabbitIdempotentConsumer.create(queue.configBuilder().prefetch(10).concurrency(1).build(), slowPipeline);
+      IdempotentConsumer<SqlSession> slowPipeline = pipeline(db, slow, first);
+      // per-message mode: in batch mode the worker takes the queued messages into the slow one's
+      // batch, and close() finishes that whole batch
+      RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(
+          queue.configBuilder().maxBatchSize(1).prefetch(10).concurrency(1).build(), slowPipeline);
       consumer.start();
-      assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+      assertThat(slow.entered.await(30, TimeUnit.SECONDS)).isTrue();
       await("all messages prefetched").atMost(Duration.ofSeconds(30)).until(() -> queue.ready() == 0);
 
       CompletableFuture<Void> closing = CompletableFuture.runAsync(consumer::close);
       await("close started").atMost(Duration.ofSeconds(30)).until(() -> !consumer.isRunning());
       assertThat(closing).as("close waits for the in-flight handler").isNotDone();
-      release.countDown();
+      slow.release.countDown();
       closing.get(30, TimeUnit.SECONDS);
 
       assertThat(db.effects(SLOW)).isEqualTo(1);
@@ -83,5 +74,43 @@ class RabbitGracefulShutdownIT {
       assertThat(db.totalEffects()).isEqualTo(1 + PREFETCHED.size());
       assertThat(queue.ready()).isZero();
     }
+  }
+
+  @ParameterizedTest
+  @EnumSource(RabbitQueueType.class)
+  void closeInBatchModeFinishesAndAcksTheWholeBatchInFlight(RabbitQueueType type) throws Exception {
+    try (TestQueue queue = TestQueue.declare("shutdown-batch", type);
+        TestDatabase db = TestDatabase.fresh("rabbit_shutdown")) {
+      RabbitBatchIT.Gate gate = new RabbitBatchIT.Gate();
+      HoldingHandler slow = new HoldingHandler(SLOW, gate);
+      OutcomeRecorder outcomes = new OutcomeRecorder();
+      IdempotentConsumer<SqlSession> slowPipeline = pipeline(db, slow, outcomes);
+      RabbitConsumerConfig config = queue.configBuilder().build();
+      assertThat(config.maxBatchSize()).as("the default: batch mode").isEqualTo(RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
+      RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config, slowPipeline);
+      consumer.start();
+      List<String> batch = new java.util.ArrayList<>(List.of(SLOW));
+      batch.addAll(PREFETCHED);
+      gate.batchBehind(queue, consumer, batch); // the next batch: slow-1, then the five queued ones
+      assertThat(slow.entered.await(30, TimeUnit.SECONDS)).isTrue();
+
+      CompletableFuture<Void> closing = CompletableFuture.runAsync(consumer::close);
+      await("close started").atMost(Duration.ofSeconds(30)).until(() -> !consumer.isRunning());
+      assertThat(closing).as("close waits for the batch in flight").isNotDone();
+      slow.release.countDown();
+      closing.get(30, TimeUnit.SECONDS);
+
+      assertThat(batch).allSatisfy(key -> assertThat(db.effects(key)).as("effects of %s", key).isEqualTo(1));
+      assertThat(outcomes.count(ProcessingOutcome.PROCESSED)).isEqualTo(1 + batch.size()); // the gate too
+      assertThat(outcomes.settled()).hasSize(1 + batch.size());
+      await("nothing returned to the queue").during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(10))
+          .until(() -> queue.ready() == 0);
+      assertThat(queue.deadLetters()).isEmpty();
+    }
+  }
+
+  private static IdempotentConsumer<SqlSession> pipeline(TestDatabase db, HoldingHandler handler,
+      OutcomeRecorder outcomes) {
+    return IdempotentConsumer.builder(db.store).consumerGroup("shutdown").handler(handler).listener(outcomes).build();
   }
 }

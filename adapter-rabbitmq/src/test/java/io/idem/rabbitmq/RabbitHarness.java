@@ -6,14 +6,24 @@ import io.idem.testkit.BrokerHarness;
 import io.idem.testkit.DeadLetteredMessage;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** The kit's view of one test queue: a classic or quorum queue with DLX and DLQ. */
+/**
+ * The kit's view of one test queue: a classic or quorum queue with DLX and DLQ; its consumers run
+ * with two workers and the {@code maxBatchSize} given (else the builder's default, batch mode).
+ */
 final class RabbitHarness implements BrokerHarness {
   private final TestQueue queue;
+  private final OptionalInt maxBatchSize;
   private final AtomicInteger consumers = new AtomicInteger();
 
   RabbitHarness(String name, RabbitQueueType type) {
+    this(name, type, OptionalInt.empty());
+  }
+
+  RabbitHarness(String name, RabbitQueueType type, OptionalInt maxBatchSize) {
+    this.maxBatchSize = maxBatchSize;
     try {
       this.queue = TestQueue.declare(name, type);
     } catch (Exception e) {
@@ -33,11 +43,11 @@ final class RabbitHarness implements BrokerHarness {
 
   @Override
   public <C> BrokerConsumer newConsumer(IdempotentConsumer<C> pipeline) {
-    RabbitConsumerConfig config = queue.configBuilder()
+    RabbitConsumerConfig.Builder config = queue.configBuilder()
         .concurrency(2)
-        .connectionName("idem-test-" + queue.name + "-" + consumers.incrementAndGet())
-        .build();
-    return RabbitIdempotentConsumer.create(config, pipeline);
+        .connectionName("idem-test-" + queue.name + "-" + consumers.incrementAndGet());
+    maxBatchSize.ifPresent(config::maxBatchSize);
+    return RabbitIdempotentConsumer.create(config.build(), pipeline);
   }
 
   @Override

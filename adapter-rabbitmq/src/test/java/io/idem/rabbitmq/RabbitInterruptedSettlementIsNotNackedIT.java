@@ -19,7 +19,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.ibatis.session.SqlSession;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A handler that re-asserts its thread's interruption left the worker interrupted while it waited
@@ -27,7 +28,9 @@ import org.junit.jupiter.api.Test;
  * the delivery, and the delivery, taken for unsettled, was {@code basicNack}ed as well — an unknown
  * delivery tag by then, so RabbitMQ closed the channel and requeued everything in flight on it.
  * Now an ack handed to the settler, and a dead-letter whose copy was confirmed, count as settled:
- * the tag is never nacked after them, and the channel stays.
+ * the tag is never nacked after them, and the channel stays. In per-message mode ({@code
+ * maxBatchSize(1)}, a run) and in the default batch mode, where a delivery alone in the buffer is
+ * processed on its own.
  */
 class RabbitInterruptedSettlementIsNotNackedIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -65,21 +68,23 @@ class RabbitInterruptedSettlementIsNotNackedIT {
         .handler(TestDatabase.recordingHandler());
   }
 
-  @Test
-  void anAckAwaitedWithTheInterruptFlagSetIsNotNackedToo() throws Exception {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE})
+  void anAckAwaitedWithTheInterruptFlagSetIsNotNackedToo(int maxBatchSize) throws Exception {
     try (TestQueue queue = TestQueue.declare("interrupt-ack", RabbitQueueType.CLASSIC);
         TestDatabase db = TestDatabase.fresh("rabbit_interrupt")) {
-      runOnOneChannel(queue, db, interrupting(db), () -> db.effects("interrupt-1") == 1);
+      runOnOneChannel(queue, maxBatchSize, db, interrupting(db), () -> db.effects("interrupt-1") == 1);
       assertThat(db.effects("interrupt-1")).isEqualTo(1);
       assertThat(queue.deadLetters()).isEmpty();
     }
   }
 
-  @Test
-  void aDeadLetterAwaitedWithTheInterruptFlagSetIsNotNackedToo() throws Exception {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE})
+  void aDeadLetterAwaitedWithTheInterruptFlagSetIsNotNackedToo(int maxBatchSize) throws Exception {
     try (TestQueue queue = TestQueue.declare("interrupt-dl", RabbitQueueType.CLASSIC);
         TestDatabase db = TestDatabase.fresh("rabbit_interrupt")) {
-      runOnOneChannel(queue, db, interruptingWithoutAKey(db), () -> queue.deadLetters().size() == 1);
+      runOnOneChannel(queue, maxBatchSize, db, interruptingWithoutAKey(db), () -> queue.deadLetters().size() == 1);
       assertThat(db.effects("interrupt-1")).isZero();
       assertThat(queue.deadLetters()).hasSize(1);
     }
@@ -90,7 +95,7 @@ class RabbitInterruptedSettlementIsNotNackedIT {
    * due, then runs {@code after-1}: both on the same channel (delivery tags 1 and 2) of the same
    * connection, with no loss logged.
    */
-  private static void runOnOneChannel(TestQueue queue, TestDatabase db,
+  private static void runOnOneChannel(TestQueue queue, int maxBatchSize, TestDatabase db,
       IdempotentConsumer.Builder<SqlSession> pipeline, Callable<Boolean> settled) throws Exception {
     List<Long> tags = new CopyOnWriteArrayList<>();
     pipeline.consumerGroup("interrupt").listener(new IdempotencyListener() {
@@ -110,7 +115,8 @@ class RabbitInterruptedSettlementIsNotNackedIT {
     });
     String connectionName = queue.config().connectionName();
     try (CapturedLog log = CapturedLog.of(RabbitIdempotentConsumer.class);
-        RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(queue.config(), pipeline.build())) {
+        RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(
+            queue.configBuilder().maxBatchSize(maxBatchSize).build(), pipeline.build())) {
       consumer.start();
       List<String> connections = RabbitFixture.shared().connectionPids(connectionName);
       assertThat(connections).hasSize(1);

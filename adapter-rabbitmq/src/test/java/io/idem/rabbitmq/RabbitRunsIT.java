@@ -74,7 +74,7 @@ class RabbitRunsIT {
           published++;
         }
       }
-      RabbitConsumerConfig config = queue.configBuilder().prefetch(100).concurrency(workers).build();
+      RabbitConsumerConfig config = queue.configBuilder().maxBatchSize(1).prefetch(100).concurrency(workers).build();
       try (RabbitIdempotentConsumer consumer = RabbitIdempotentConsumer.create(config, pipeline)) {
         consumer.start();
         int all = published;
