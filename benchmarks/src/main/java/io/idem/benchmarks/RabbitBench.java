@@ -16,9 +16,12 @@ import org.jspecify.annotations.Nullable;
 /**
  * RabbitMQ: per run a quorum queue with its {@code .dlx} and {@code .dlq}, declared as the README's
  * RabbitMQ quick start declares them ({@code queueType(QUORUM).deliveryLimit(20)}); persistent
- * messages published with confirms. Idem's variants are the quick start's consumer (prefetch 10,
- * one worker); the batch variants and the batched plain consumer use a prefetch of twice the batch
- * size (docs/BROKERS.md: the next batch arrives while one is processed).
+ * messages published with confirms. Idem's {@code idem} variant is the quick start's consumer with
+ * the adapter's defaults (one worker; batch mode: {@code RabbitConsumerConfig.DEFAULT_MAX_BATCH_SIZE}
+ * with the derived prefetch, twice that), {@code idem-per-message} sets {@code maxBatchSize(1)}
+ * (prefetch 10); the batch variants and the batched plain consumer use a prefetch of twice the batch
+ * size (docs/BROKERS.md: the next batch arrives while one is processed), the plain per-message
+ * consumer 10.
  */
 final class RabbitBench implements BenchBroker {
   static final int DELIVERY_LIMIT = 20;
