@@ -33,7 +33,7 @@ public final class JmsConsumerConfig {
    * "Batch mode"): per-message 113–159 messages/s, batches of 10 346–820/s (3–5×), of 50
    * 823–2,466/s. Without a backlog a batch is one message and costs what per-message mode costs.
    * {@code maxBatchSize(1)} is per-message mode (one claim, one COMMIT, one session commit per
-   * message); nothing else has to change with the mode. The adapter kit and its crash matrix pass on this default and with {@code
+   * message). The adapter kit and its crash matrix pass on this default and with {@code
    * maxBatchSize(1)}; every guarantee holds in both (settled only after the COMMIT that applied
    * it, a failing message redone alone and charged alone, dead-lettered with its reason).
    *
