@@ -22,18 +22,50 @@ public final class JmsConsumerConfig {
   /** Default {@link #concurrency()}: {@value} worker session. */
   public static final int DEFAULT_CONCURRENCY = 1;
   /**
-   * Default {@link #maxBatchSize()}: {@value} (per-message mode); batch mode is opt-in. Measured on
-   * this project's 2-core machine under load (embedded Artemis 2.56, PostgreSQL 15, one
-   * transacted worker, a one-row INSERT per message, two rounds; docs/BROKERS.md, "JMS batch
-   * mode"): per-message 113–159 messages/s, {@code maxBatchSize(10)} 346–820/s (3–5×), {@code
-   * maxBatchSize(50)} 823–2,466/s. The gain exists only with a backlog, while a batch changes what
-   * other events cost: a broken connection or {@code close()} returns the whole session (its
-   * applied messages redelivered with a higher {@code JMSXDeliveryCount}, acked as duplicates), a
-   * failing message holds its applied neighbours unacknowledged through its backoffs, and one
-   * failing message makes its batch run twice. So the default stays 1, and 10 is the recommended
-   * setting for a consumer that works through backlogs.
+   * Default {@link #maxBatchSize()}: {@value}, batch mode, in both session modes. A batch is what
+   * the worker's session has at once (a blocking {@code receive}, then up to 9 {@code
+   * receiveNoWait()}): one multi-row claim and one database COMMIT ({@link
+   * io.idem.IdempotentConsumer#processBatch}), then one {@code session.commit()} ({@link
+   * JmsSessionMode#TRANSACTED}) or one {@code acknowledge()} ({@link
+   * JmsSessionMode#CLIENT_ACKNOWLEDGE}) for the batch, instead of n of each. Measured on this
+   * project's 2-core machine under load (embedded Artemis 2.56, PostgreSQL 15, one transacted
+   * worker, a one-row INSERT per message, 3,000 messages waiting, two rounds; docs/BROKERS.md, JMS,
+   * "Batch mode"): per-message 113–159 messages/s, batches of 10 346–820/s (3–5×), of 50
+   * 823–2,466/s. Without a backlog a batch is one message and costs what per-message mode costs.
+   * {@code maxBatchSize(1)} is per-message mode (one claim, one COMMIT, one session commit per
+   * message). The adapter kit and its crash matrix pass on this default and with {@code
+   * maxBatchSize(1)}; every guarantee holds in both (settled only after the COMMIT that applied
+   * it, a failing message redone alone and charged alone, dead-lettered with its reason).
+   *
+   * <p>What batch mode still costs (see {@link JmsIdempotentConsumer}, "Batches"):
+   *
+   * <ul>
+   *   <li>A failing message's applied neighbours stay unacknowledged in the session through its
+   *       backoffs (it is retried inside the session), and with one worker the messages behind it
+   *       wait too. This cannot be removed: a session's {@code commit()} — and in {@code
+   *       CLIENT_ACKNOWLEDGE} a {@code Message.acknowledge()} — settles every message the session
+   *       received, the failing one included, and a message can be settled only by the session
+   *       that received it (a second session cannot take it over). Committing what succeeded
+   *       before the backoff would therefore consume the failing message unapplied; handing it
+   *       back first ({@code rollback()} / {@code recover()}) returns the neighbours with it, each
+   *       with a {@code JMSXDeliveryCount} one higher, counted against the broker's {@code
+   *       max-delivery-attempts}; re-sending it as a copy in the committing transaction would
+   *       give it a new {@code JMSMessageID}, put it behind the messages it must precede, and
+   *       lose its broker delivery count. None of these is safe, so the neighbours wait.
+   *   <li>A broken connection, {@link JmsIdempotentConsumer#close()} interrupting a batch, a
+   *       dead-letter copy that could not be sent or an unreadable message returns the whole
+   *       session: its applied messages come back with a higher {@code JMSXDeliveryCount} and are
+   *       acked as duplicates.
+   *   <li>A message that fails rolls back its batch's database transaction, and the batch is
+   *       redone message by message: handler code outside the store transaction may see a
+   *       message of a failed batch once more than its attempts (the rolled-back run).
+   * </ul>
+   *
+   * <p>{@code CLIENT_ACKNOWLEDGE} behaves the same way: one {@code acknowledge()} on the batch's
+   * last message acknowledges the whole batch (the spec's session-wide acknowledge), a message to
+   * retry is retried inside the session, and {@code recover()} returns the whole session.
    */
-  public static final int DEFAULT_MAX_BATCH_SIZE = 1;
+  public static final int DEFAULT_MAX_BATCH_SIZE = 10;
   /** Default {@link #sessionMode()}: {@link JmsSessionMode#TRANSACTED}. */
   public static final JmsSessionMode DEFAULT_SESSION_MODE = JmsSessionMode.TRANSACTED;
   /** Default {@link #receiveTimeout()}: 1 second. */
@@ -246,7 +278,8 @@ public final class JmsConsumerConfig {
 
     /**
      * Most messages one worker session takes into one batch, at least 1; default {@value
-     * JmsConsumerConfig#DEFAULT_MAX_BATCH_SIZE}; 1 is per-message mode. After a blocking {@code
+     * JmsConsumerConfig#DEFAULT_MAX_BATCH_SIZE} (batch mode, in either {@link JmsSessionMode}; why
+     * and what it costs: {@link JmsConsumerConfig#DEFAULT_MAX_BATCH_SIZE}); 1 is per-message mode. After a blocking {@code
      * receive} returned a message, the worker takes up to {@code maxBatchSize - 1} more with
      * {@code receiveNoWait()} (what the client already buffered; it never waits for more), runs
      * them through one {@link io.idem.IdempotentConsumer#processBatch}, then settles the session

@@ -39,7 +39,9 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Batches</h2>
  *
- * With {@link JmsConsumerConfig#maxBatchSize()} above 1 a worker's session holds several messages:
+ * With {@link JmsConsumerConfig#maxBatchSize()} above 1 — the default, {@value
+ * JmsConsumerConfig#DEFAULT_MAX_BATCH_SIZE}; {@code maxBatchSize(1)} is per-message mode — a
+ * worker's session holds several messages:
  * after a blocking {@code receive} it takes up to {@code maxBatchSize - 1} more with {@code
  * receiveNoWait()} (never waiting for more), runs them through one {@link
  * IdempotentConsumer#processBatch} — one multi-row claim, one database COMMIT — and then settles
@@ -62,7 +64,10 @@ import org.slf4j.LoggerFactory;
  * was rejected: every message of it would come back with {@code JMSXDeliveryCount} one higher,
  * counting a delivery that ran no handler against the broker's limit and against the attempts of
  * the messages that had not failed. What the session holds stays unacknowledged meanwhile (a crash
- * redelivers it, and the store acks what was applied as duplicates). Only when the batch cannot
+ * redelivers it, and the store acks what was applied as duplicates): the applied messages cannot be
+ * committed before the failing one's backoffs, as a session's commit (or acknowledge) settles
+ * every message it received, the failing one included (see {@link
+ * JmsConsumerConfig#DEFAULT_MAX_BATCH_SIZE}). Only when the batch cannot
  * stay — {@link #close()} interrupted it, the connection broke, a dead-letter copy could not be
  * sent, or a message could not be read — is the whole session rolled back (or recovered): its
  * applied messages then come back with a higher {@code JMSXDeliveryCount} and are acked as

@@ -30,7 +30,8 @@ class JmsConsumerConfigTest {
     assertThat(config.deadLetterQueue()).isEqualTo("orders.dlq");
     assertThat(config.connectionFactory()).isSameAs(FACTORY);
     assertThat(config.concurrency()).isEqualTo(JmsConsumerConfig.DEFAULT_CONCURRENCY).isEqualTo(1);
-    assertThat(config.maxBatchSize()).isEqualTo(JmsConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(1);
+    // batch mode by default: one claim, one COMMIT, one session commit per batch of up to 10
+    assertThat(config.maxBatchSize()).isEqualTo(JmsConsumerConfig.DEFAULT_MAX_BATCH_SIZE).isEqualTo(10);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.TRANSACTED);
     assertThat(config.receiveTimeout()).isEqualTo(Duration.ofSeconds(1));
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
@@ -43,13 +44,22 @@ class JmsConsumerConfigTest {
   }
 
   @Test
+  void theBatchDefaultAppliesToBothSessionModes() {
+    // a session-wide acknowledge() settles a batch as one commit does: no mode refuses the default
+    for (JmsSessionMode mode : JmsSessionMode.values()) {
+      assertThat(builder().sessionMode(mode).build().maxBatchSize()).as("%s", mode)
+          .isEqualTo(JmsConsumerConfig.DEFAULT_MAX_BATCH_SIZE);
+    }
+  }
+
+  @Test
   void settingsAreCopied() {
-    JmsConsumerConfig config = builder().concurrency(4).maxBatchSize(10).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
+    JmsConsumerConfig config = builder().concurrency(4).maxBatchSize(1).sessionMode(JmsSessionMode.CLIENT_ACKNOWLEDGE)
         .receiveTimeout(Duration.ofMillis(250)).shutdownTimeout(Duration.ZERO)
         .reconnectBackoff(Duration.ofSeconds(5)).verifyDeadLetterQueue(false).holdForRetryBackoff(false)
         .messageSelector("region = 'eu'").brokerMaxDeliveryAttempts(7).brokerDeadLetterQueue("DLQ").build();
     assertThat(config.concurrency()).isEqualTo(4);
-    assertThat(config.maxBatchSize()).isEqualTo(10);
+    assertThat(config.maxBatchSize()).isEqualTo(1);
     assertThat(config.sessionMode()).isEqualTo(JmsSessionMode.CLIENT_ACKNOWLEDGE);
     assertThat(config.receiveTimeout()).isEqualTo(Duration.ofMillis(250));
     assertThat(config.shutdownTimeout()).isZero();

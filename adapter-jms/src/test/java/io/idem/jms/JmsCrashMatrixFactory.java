@@ -9,10 +9,11 @@ import java.time.Duration;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 
 /**
- * The adapter kit's crash matrix consumer ({@link JmsAdapterCompatibilityIT#crashConsumerFactory}),
+ * The adapter kit's crash matrix consumer ({@link JmsCompatibilityKit#crashConsumerFactory}),
  * run in the child JVM: the kit's pipeline on the MyBatis store and a {@link JmsIdempotentConsumer}
  * configured as {@link JmsHarness#config()} configures the kit's own (two worker sessions).
- * Properties {@code url} (the Artemis core URL), optional {@code user} and {@code password}. Its
+ * Properties {@code url} (the Artemis core URL), {@code max-batch-size} (a number, or {@code
+ * default}: the builder's default, batch mode), optional {@code user} and {@code password}. Its
  * connections ({@link JmsCrashingConnections}) pass DURING_ACK after {@code Session.commit()} and
  * DEAD_LETTER_COPY_STORED after the dead-letter {@code send} of a {@code CLIENT_ACKNOWLEDGE}
  * session. Every point runs in the default transacted session, except DEAD_LETTER_COPY_STORED:
@@ -33,14 +34,17 @@ public final class JmsCrashMatrixFactory implements CrashMatrixConsumerFactory {
       connections.setPassword(context.properties().getOrDefault("password", ""));
     }
     boolean copyThenRemoval = context.point().equals(CrashPoint.DEAD_LETTER_COPY_STORED.name());
-    JmsConsumerConfig config = JmsConsumerConfig.builder(connections, queue, queue + ".dlq")
+    JmsConsumerConfig.Builder config = JmsConsumerConfig.builder(connections, queue, queue + ".dlq")
         .sessionMode(copyThenRemoval ? JmsSessionMode.CLIENT_ACKNOWLEDGE : JmsSessionMode.TRANSACTED)
         .receiveTimeout(Duration.ofMillis(200))
         .shutdownTimeout(Duration.ofSeconds(20))
         .reconnectBackoff(Duration.ofMillis(200))
-        .concurrency(2)
-        .build();
-    JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(config, context.kitPipeline(store));
+        .concurrency(2);
+    String maxBatchSize = context.property("max-batch-size");
+    if (!maxBatchSize.equals("default")) {
+      config.maxBatchSize(Integer.parseInt(maxBatchSize));
+    }
+    JmsIdempotentConsumer consumer = JmsIdempotentConsumer.create(config.build(), context.kitPipeline(store));
     consumer.start();
     return consumer;
   }
