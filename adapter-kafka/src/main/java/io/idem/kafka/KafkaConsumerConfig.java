@@ -45,8 +45,9 @@ public final class KafkaConsumerConfig {
 
   /**
    * Default {@link #maxPollRecords()}: {@value}. Bounds the work between two polls: with a handler
-   * taking {@code t}, a batch takes about {@code maxPollRecords × t}, which must stay well below
-   * {@code max.poll.interval.ms} (Kafka's default 5 min).
+   * taking {@code t}, a poll's records take about {@code maxPollRecords × t}; past half of {@code
+   * max.poll.interval.ms} (Kafka's default 5 min) the rest is sought back and fetched by the next
+   * poll, and in batch mode each batch is cut to fit the time left ({@link #maxBatchSize()}).
    */
   public static final int DEFAULT_MAX_POLL_RECORDS = 100;
 
