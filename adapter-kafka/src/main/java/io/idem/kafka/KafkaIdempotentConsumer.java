@@ -37,8 +37,9 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>One thread owns the {@code KafkaConsumer}</b> (it is not thread-safe): it polls, runs
- *       records through the pipeline one at a time in partition order, and commits. Scale out with
- *       more instances in the same group (up to one per partition), in this JVM or others.
+ *       records through the pipeline in partition order (in batches, or one by one with {@code
+ *       maxBatchSize(1)}), and commits. Scale out with more instances in the same group (up to
+ *       one per partition), in this JVM or others.
  *   <li><b>A partition's records are a run</b> ({@link io.idem.IdempotentConsumer#openRun()}) in
  *       per-message mode: each record still has its own transaction and is acknowledged only after
  *       its own COMMIT, but the next record's claim travels with that COMMIT, so a new record costs
@@ -103,11 +104,14 @@ import org.slf4j.LoggerFactory;
  *       max.request.size} defaults to {@link KafkaConsumerConfig#DEFAULT_DEAD_LETTER_MAX_REQUEST_SIZE}),
  *       or a record at the size limit cannot be dead-lettered and holds its partition, logged as
  *       an error on every retry.
- *   <li><b>Batch mode</b> ({@link KafkaConsumerConfig#maxBatchSize()} above 1): each
- *       partition's records of a poll go through the pipeline in runs of up to that many per
- *       transaction ({@link IdempotentConsumer#processBatch(java.util.List, java.util.List,
- *       io.idem.BatchOrder)}, {@link io.idem.BatchOrder#ORDERED}); a failing record is retried or
- *       dead-lettered on its own, the records behind it in its partition come after it, uncounted.
+ *   <li><b>Batch mode</b> ({@link KafkaConsumerConfig#maxBatchSize()} above 1; the default,
+ *       {@value KafkaConsumerConfig#DEFAULT_MAX_BATCH_SIZE}; {@code maxBatchSize(1)} is
+ *       per-message mode): each partition's records of a poll go through the pipeline in runs of
+ *       up to that many per transaction ({@link IdempotentConsumer#processBatch(java.util.List,
+ *       java.util.List, io.idem.BatchOrder)}, {@link io.idem.BatchOrder#ORDERED}), each run sized
+ *       to the time left in the poll's budget by the time per record measured so far; a failing
+ *       record is retried or dead-lettered on its own (its batch rolled back and redone record by
+ *       record), the records behind it in its partition come after it, uncounted.
  *   <li><b>Concurrency</b> ({@link KafkaConsumerConfig#concurrency()} above 1): partitions run
  *       side by side on a pool of worker threads named {@code idem-kafka-<group>-<n>-worker-<i>},
  *       one run per partition at a time; the consumer thread alone polls, seeks, pauses and
@@ -116,9 +120,10 @@ import org.slf4j.LoggerFactory;
  *       {@code onPartitionsRevoked} (after the workers' runs of those partitions ended); lost
  *       partitions are forgotten without a commit.
  *   <li><b>Bounded work per poll</b>: at most {@link KafkaConsumerConfig#maxPollRecords()} records,
- *       and a batch that runs past half of {@code max.poll.interval.ms} stops; its remaining
- *       records are fetched again by the next poll. A single handler call must still finish well
- *       within {@code max.poll.interval.ms}.
+ *       and a poll's records that run past half of {@code max.poll.interval.ms} stop (in batch
+ *       mode each batch is cut to fit the time left, {@link KafkaConsumerConfig#maxBatchSize()});
+ *       the remaining records are fetched again by the next poll. A single handler call must
+ *       still finish well within {@code max.poll.interval.ms}.
  *   <li><b>Failures</b>: anything thrown out of processing a record (a failed acknowledgement, an
  *       {@code Error} from a listener…) is logged as an error. Thrown before the acknowledgement
  *       decided, it is that record's failure: its offset is not committed, the partition is

@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * Runs the records of one partition through the pipeline, in partition order, one record at a time
  * ({@link IdempotentConsumer#process}) or one run of up to {@link KafkaConsumerConfig#maxBatchSize()}
  * records per transaction ({@link IdempotentConsumer#processBatch(List, List, BatchOrder)} with
- * {@link BatchOrder#ORDERED}), and turns each acknowledgement's decision into partition progress:
+ * {@link BatchOrder#ORDERED}; each run sized by a {@link BatchBudget} to the time left in the
+ * poll's budget), and turns each acknowledgement's decision into partition progress:
  * settled records move the offset to commit; the first record not settled is sought back to (and
  * its partition paused for the backoff), so it and every record behind it come again in order.
  * While the partition's redelivery window is open ({@link PartitionProgress#openWindow}) records
@@ -83,6 +84,8 @@ final class PartitionRunner {
   private final IdempotentConsumer<?> pipeline;
   private final PartitionProgress progress;
   private final int maxBatchSize;
+  /** Sizes batch mode's runs to the time left (one per consumer: shared by its workers). */
+  private final BatchBudget budget;
   private final BooleanSupplier closing;
   private final String groupId;
 
@@ -98,19 +101,22 @@ final class PartitionRunner {
     this.pipeline = pipeline;
     this.progress = progress;
     this.maxBatchSize = maxBatchSize;
+    this.budget = new BatchBudget(maxBatchSize);
     this.closing = closing;
     this.groupId = groupId;
   }
 
   /**
    * Runs {@code records} (one partition's records of a poll, in offset order) through the
-   * pipeline: one at a time, or in runs of up to {@code maxBatchSize}; stops at the first record
-   * not settled.
+   * pipeline: one at a time, or in runs of up to {@code maxBatchSize}, each sized by the {@link
+   * BatchBudget} to fit the time left before {@code deadlineNanos}; stops at the first record not
+   * settled.
    *
    * @param stop checked before each record or run: true when the consumer closes or the
    *     partition is revoked ({@link Ending#ABANDONED})
    * @param deadlineNanos {@link System#nanoTime()} after which the rest is sought back to ({@link
-   *     Ending#OUT_OF_TIME})
+   *     Ending#OUT_OF_TIME}); checked before each record or run, which is sized to end well before
+   *     it
    */
   Ending run(TopicPartition partition, List<ConsumerRecord<byte[], byte[]>> records, Actions actions,
       BooleanSupplier stop, long deadlineNanos) {
@@ -130,16 +136,23 @@ final class PartitionRunner {
         // in the redelivery window after an assignment (PartitionProgress.flag) records run one at a
         // time, each flagged or not by what the records before it turned out to be
         boolean window = progress.inWindow(partition);
-        int to = window ? from + 1 : Math.min(records.size(), from + maxBatchSize);
+        // batch mode: a batch sized to the time left before the deadline (BatchBudget), so that it
+        // does not outlast max.poll.interval.ms; the first run of the consumer is a single record
+        int size = window || maxBatchSize == 1 ? 1 : budget.size(deadlineNanos - System.nanoTime());
+        int to = Math.min(records.size(), from + size);
         // the next record is announced only when it will be the next one() call of this run, and
         // not in the window: whether it is flagged depends on how this record ends
         ConsumerRecord<byte[], byte[]> next =
             maxBatchSize == 1 && !window && to < records.size() ? records.get(to) : null;
+        long startedNanos = System.nanoTime();
         Ending ending = to - from == 1
             ? one(partition, records.get(from), actions, sequence, next, announced)
             : batch(partition, records.subList(from, to), actions);
         if (ending != Ending.SETTLED) {
           return ending; // retried or unsettled: the partition was sought back; later records come again
+        }
+        if (maxBatchSize > 1) {
+          budget.completed(to - from, System.nanoTime() - startedNanos);
         }
         from = to;
         if (from < records.size()) {

@@ -13,7 +13,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@code close()} waits for the record being handled, commits it, and leaves the records fetched
- * after it uncommitted for the next consumer, which then processes them without a duplicate.
+ * after it uncommitted for the next consumer, which then processes them without a duplicate. The
+ * first consumer is in per-message mode ({@code maxBatchSize(1)}): in batch mode the unit in hand
+ * is a batch, and close() finishes the whole batch.
  */
 class CloseFinishesTheInFlightRecordAndCommitsItIT extends KafkaITSupport {
 
@@ -33,7 +35,7 @@ class CloseFinishesTheInFlightRecordAndCommitsItIT extends KafkaITSupport {
         entered.countDown();
         release.await(60, TimeUnit.SECONDS);
       }
-    }, b -> b.shutdownTimeout(Duration.ofSeconds(30)).concurrency(concurrency));
+    }, b -> b.maxBatchSize(1).shutdownTimeout(Duration.ofSeconds(30)).concurrency(concurrency));
     assertThat(entered.await(60, TimeUnit.SECONDS)).isTrue();
 
     CompletableFuture<Void> closing = CompletableFuture.runAsync(consumer::close);

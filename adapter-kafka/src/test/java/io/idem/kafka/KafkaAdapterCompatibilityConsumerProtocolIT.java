@@ -4,16 +4,25 @@ import io.idem.testkit.BrokerHarness;
 import io.idem.testkit.CrashMatrix;
 import java.time.Duration;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The adapter compatibility kit again, with the consumer group protocol of KIP-848
- * ({@code group.protocol=consumer}, server-side assignment, Kafka 4.0+) instead of the classic one.
+ * ({@code group.protocol=consumer}, server-side assignment, Kafka 4.0+) instead of the classic one,
+ * and in per-message mode ({@code maxBatchSize(1)} set explicitly, crash matrix included), so that
+ * per-message mode keeps the kit's full coverage now that batch mode is the default.
  */
 class KafkaAdapterCompatibilityConsumerProtocolIT extends KafkaAdapterCompatibilityIT {
 
   @Override
   protected BrokerHarness harness(String name) {
-    return new KafkaHarness(name, Map.of("group.protocol", "consumer"));
+    return new KafkaHarness(name, Map.of("group.protocol", "consumer"), maxBatchSize());
+  }
+
+  /** Per-message mode. */
+  @Override
+  OptionalInt maxBatchSize() {
+    return OptionalInt.of(1);
   }
 
   /**

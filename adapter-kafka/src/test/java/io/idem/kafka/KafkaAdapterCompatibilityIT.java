@@ -9,12 +9,17 @@ import io.idem.testkit.BrokerHarness;
 import io.idem.testkit.CrashMatrix;
 import io.idem.testkit.CrashMatrixConsumerFactory;
 import java.util.Map;
+import java.util.OptionalInt;
 import javax.sql.DataSource;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
 import org.junit.jupiter.api.AfterAll;
 
-/** The adapter compatibility kit on a real Kafka broker and the real PostgreSQL. */
+/**
+ * The adapter compatibility kit on a real Kafka broker and the real PostgreSQL, with the default
+ * configuration (batch mode, {@link KafkaConsumerConfig#DEFAULT_MAX_BATCH_SIZE}), crash matrix
+ * included; {@link KafkaAdapterCompatibilityConsumerProtocolIT} runs it in per-message mode.
+ */
 class KafkaAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
   private static HikariDataSource dataSource;
 
@@ -45,7 +50,12 @@ class KafkaAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
 
   @Override
   protected BrokerHarness harness(String name) {
-    return new KafkaHarness(name);
+    return new KafkaHarness(name, Map.of(), maxBatchSize());
+  }
+
+  /** The kit consumers' {@code maxBatchSize}, also the crash matrix child's; empty = the default (batch mode). */
+  OptionalInt maxBatchSize() {
+    return OptionalInt.empty();
   }
 
   @Override
@@ -60,7 +70,9 @@ class KafkaAdapterCompatibilityIT extends BrokerAdapterCompatibilityKit {
 
   @Override
   protected Map<String, String> crashProperties(BrokerHarness harness) {
-    return Map.of("bootstrap", KafkaTestClients.bootstrap(), "group-protocol", groupProtocol());
+    OptionalInt size = maxBatchSize();
+    return Map.of("bootstrap", KafkaTestClients.bootstrap(), "group-protocol", groupProtocol(),
+        "max-batch-size", size.isPresent() ? Integer.toString(size.getAsInt()) : "default");
   }
 
   @Override

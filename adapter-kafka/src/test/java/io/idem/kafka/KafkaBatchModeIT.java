@@ -59,8 +59,11 @@ class KafkaBatchModeIT extends KafkaITSupport {
     }, log), b -> b.maxBatchSize(50));
 
     awaitSettled();
-    // the precondition: a1 shared a transaction with bad (handled in the batch, rolled back, redone)
-    assertThat(events).filteredOn("handled a1"::equals).hasSizeGreaterThanOrEqualTo(2);
+    // the precondition: a2 and a3 shared a transaction with bad (handled in the batch, rolled back,
+    // redone); not necessarily a1: the consumer's first run is a single record (BatchBudget), and
+    // it is a1 when partition 0 comes first
+    assertThat(events).filteredOn("handled a2"::equals).hasSizeGreaterThanOrEqualTo(2);
+    assertThat(events).filteredOn("handled a3"::equals).hasSizeGreaterThanOrEqualTo(2);
     for (String key : List.of("a1", "a2", "a3", "a5", "a6", "a7", "b1", "b2", "b3", "b4", "b5")) {
       assertThat(effects.count(key)).as("effects of " + key).isEqualTo(1);
       assertThat(outcomes.count(key, ProcessingOutcome.PROCESSED)).as("outcome of " + key).isEqualTo(1);

@@ -20,8 +20,9 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The adapter kit's crash matrix consumer ({@link KafkaAdapterCompatibilityIT#crashConsumerFactory}),
  * run in the child JVM: the kit's pipeline on the MyBatis store and a {@link
- * KafkaIdempotentConsumer} on the point's topic. Properties {@code bootstrap} and {@code
- * group-protocol} ({@code classic} or {@code consumer}, KIP-848). On the classic protocol the
+ * KafkaIdempotentConsumer} on the point's topic. Properties {@code bootstrap}, {@code
+ * group-protocol} ({@code classic} or {@code consumer}, KIP-848) and {@code max-batch-size} (a
+ * number, or {@code default}: the builder's default, batch mode). On the classic protocol the
  * session timeout is the broker's minimum (6 s), so that the next life gets the crashed member's
  * partitions soon; the consumer protocol refuses client-side session settings, so there the
  * broker's {@code group.consumer.session.timeout.ms} (45 s by default) passes before the next life
@@ -43,6 +44,10 @@ public final class KafkaCrashMatrixFactory implements CrashMatrixConsumerFactory
         .maxPollRecords(5)
         .commitInterval(Duration.ZERO)
         .consumerProperty("group.protocol", protocol);
+    String maxBatchSize = context.property("max-batch-size");
+    if (!maxBatchSize.equals("default")) {
+      config.maxBatchSize(Integer.parseInt(maxBatchSize));
+    }
     if (protocol.equals("classic")) {
       config.consumerProperty("session.timeout.ms", 6000).consumerProperty("heartbeat.interval.ms", 500);
     }

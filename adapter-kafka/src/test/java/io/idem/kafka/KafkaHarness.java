@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -28,15 +29,20 @@ final class KafkaHarness implements BrokerHarness {
   private final KafkaProducer<byte[], byte[]> producer = KafkaTestClients.producer();
   private final AtomicInteger next = new AtomicInteger();
   private final Map<String, Object> consumerProperties;
+  private final OptionalInt maxBatchSize;
   private volatile String group = "";
 
   KafkaHarness(String name) {
-    this(name, Map.of());
+    this(name, Map.of(), OptionalInt.empty());
   }
 
-  /** A harness whose consumers get {@code consumerProperties} (e.g. {@code group.protocol}). */
-  KafkaHarness(String name, Map<String, Object> consumerProperties) {
+  /**
+   * A harness whose consumers get {@code consumerProperties} (e.g. {@code group.protocol}) and
+   * {@code maxBatchSize} (empty: the builder's default, batch mode).
+   */
+  KafkaHarness(String name, Map<String, Object> consumerProperties, OptionalInt maxBatchSize) {
     this.consumerProperties = Map.copyOf(consumerProperties);
+    this.maxBatchSize = maxBatchSize;
     this.topic = name;
     this.deadLetterTopic = name + KafkaConsumerConfig.DEFAULT_DEAD_LETTER_SUFFIX;
     KafkaTestClients.kafka().createTopic(topic, PARTITIONS);
@@ -59,10 +65,10 @@ final class KafkaHarness implements BrokerHarness {
   @Override
   public <C> BrokerConsumer newConsumer(IdempotentConsumer<C> pipeline) {
     group = pipeline.consumerGroup();
-    KafkaConsumerConfig config = KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)
-        .consumerProperties(consumerProperties)
-        .build();
-    return KafkaIdempotentConsumer.create(config, pipeline);
+    KafkaConsumerConfig.Builder config = KafkaConsumerConfig.builder(KafkaTestClients.bootstrap(), topic)
+        .consumerProperties(consumerProperties);
+    maxBatchSize.ifPresent(config::maxBatchSize);
+    return KafkaIdempotentConsumer.create(config.build(), pipeline);
   }
 
   @Override

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * retry on the record whose claim was carried, a rebalance to a member joining mid-stream with
  * {@code concurrency(2)}, the poll's time budget running out between two records — nothing is
  * lost or doubled, every retry counts one attempt, and no carried transaction outlives its run
- * (no session left idle in a transaction, no pooled connection kept). Real broker, real PostgreSQL.
+ * (no session left idle in a transaction, no pooled connection kept). Runs are per-message mode's:
+ * every consumer here sets {@code maxBatchSize(1)}. Real broker, real PostgreSQL.
  */
 class KafkaRunsIT extends KafkaITSupport {
 
@@ -48,7 +49,7 @@ class KafkaRunsIT extends KafkaITSupport {
         throw new IllegalStateException("first attempt of " + key + " fails"); // its claim was carried
       }
     };
-    UnaryOperator<KafkaConsumerConfig.Builder> settings = b -> b.concurrency(2).maxPollRecords(20)
+    UnaryOperator<KafkaConsumerConfig.Builder> settings = b -> b.maxBatchSize(1).concurrency(2).maxPollRecords(20)
         .consumerProperty("heartbeat.interval.ms", 100);
     start(failingOnce, settings);
     await().atMost(TIMEOUT).until(() -> effects.distinctKeys() >= 40);
@@ -80,7 +81,7 @@ class KafkaRunsIT extends KafkaITSupport {
     // budget: half of max.poll.interval.ms = 2 s, about 50 of a poll's 200 records. The other half
     // is the slack a loaded machine needs: a poll later than max.poll.interval.ms would leave the
     // group and redeliver (a DUPLICATE, which this test counts), whatever the budget did
-    start(slow, b -> b.maxPollRecords(200).consumerProperty("max.poll.interval.ms", 4000));
+    start(slow, b -> b.maxBatchSize(1).maxPollRecords(200).consumerProperty("max.poll.interval.ms", 4000));
     await("all effects").atMost(TIMEOUT).until(() -> effects.distinctKeys() == records);
     awaitSettled();
     assertThat(effects.total()).isEqualTo(records);

@@ -118,6 +118,13 @@ final class KafkaTestClients {
     return lag;
   }
 
+  /** The consumer ids of {@code group}'s members, as the broker describes the group now. */
+  static java.util.Set<String> members(String group) throws Exception {
+    return admin().describeConsumerGroups(List.of(group)).describedGroups().get(group)
+        .get(30, TimeUnit.SECONDS).members().stream()
+        .map(org.apache.kafka.clients.admin.MemberDescription::consumerId).collect(Collectors.toSet());
+  }
+
   /** Every record of {@code topic} from the beginning to the current end, ordered by timestamp. */
   static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
     Map<TopicPartition, Long> end = endOffsets(topic);

@@ -10,9 +10,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
-import org.apache.kafka.clients.admin.ConsumerGroupDescription;
-import org.apache.kafka.clients.admin.MemberDescription;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -67,8 +64,6 @@ class LongRetryBackoffKeepsTheConsumerInItsGroupIT extends KafkaITSupport {
   }
 
   private Set<String> members() throws Exception {
-    ConsumerGroupDescription description = KafkaTestClients.admin()
-        .describeConsumerGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS);
-    return description.members().stream().map(MemberDescription::consumerId).collect(Collectors.toSet());
+    return KafkaTestClients.members(group);
   }
 }

@@ -9,11 +9,7 @@ import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
-import org.apache.kafka.clients.admin.MemberDescription;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -71,7 +67,6 @@ class StoreOutageHoldsOffsetsAndKeepsTheConsumerInItsGroupIT extends KafkaITSupp
   }
 
   private Set<String> members() throws Exception {
-    return KafkaTestClients.admin().describeConsumerGroups(List.of(group)).describedGroups().get(group)
-        .get(30, TimeUnit.SECONDS).members().stream().map(MemberDescription::consumerId).collect(Collectors.toSet());
+    return KafkaTestClients.members(group);
   }
 }
