@@ -286,7 +286,8 @@ public final class KafkaIdempotentConsumer implements BrokerConsumer {
   }
 
   /**
-   * Stops gracefully: wakes the consumer thread, lets the in-flight record finish and settle,
+   * Stops gracefully: wakes the consumer thread, lets the in-flight record (in batch mode, the
+   * in-flight batch: one transaction) finish and settle,
    * commits the settled offsets, then closes the consumer (leaving the group) and the producer.
    * Records fetched but not processed stay uncommitted for the next owner. Blocks up to
    * {@link KafkaConsumerConfig#shutdownTimeout()}; past it the thread is interrupted and an error
