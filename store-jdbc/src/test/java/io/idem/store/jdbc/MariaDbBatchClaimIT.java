@@ -95,6 +95,22 @@ class MariaDbBatchClaimIT {
   }
 
   @Test
+  void theLongestKeysAndKeysBeyondTheBasicPlaneComeBackExactlyAsSent() throws Exception {
+    // the guard compares what RETURNING gives back with what was sent: a key the column and the
+    // connection hold (utf8mb4) must come back equal, or every such batch would be refused
+    String run = UUID.randomUUID().toString().substring(0, 8);
+    String group = ("g" + run + "-é😀").repeat(20).substring(0, IdempotencyKey.MAX_CONSUMER_GROUP_LENGTH);
+    List<IdempotencyKey> batch = List.of(
+        new IdempotencyKey(group, "😀".repeat(IdempotencyKey.MAX_LENGTH / 2), KeySource.PAYLOAD),
+        new IdempotencyKey(group, ("x" + run).repeat(100).substring(0, IdempotencyKey.MAX_LENGTH), KeySource.HEADER),
+        new IdempotencyKey(group, "e\u0301 é trailing ", KeySource.CLOUDEVENTS),
+        new IdempotencyKey(group, "e\u0301 é trailing", KeySource.CLOUDEVENTS));
+    assertThat(claimAllCommitted(batch, same("p", 4))).containsOnly(ClaimResult.CLAIMED);
+    assertThat(claimAllCommitted(batch, same("p", 4))).containsOnly(ClaimResult.DUPLICATE);
+    assertThat(batch).allMatch(store::isProcessed);
+  }
+
+  @Test
   void aBatchLargerThanOneStatementIsClaimedWhole() throws Exception {
     int n = MariaDbBatchClaim.MAX_ROWS * 2 + 17;
     List<IdempotencyKey> k = keys("large", n);
