@@ -428,7 +428,7 @@ final class ClaimStatement {
    * in one more statement, as {@link #claim} does for one key. A key repeated in the input is
    * decided by its first occurrence; the later ones are compared with the marker it left. Records
    * the transaction id and the keys inserted in the session's {@link OpenTransaction} for the
-   * commit check.
+   * commit check. On MariaDB: {@link #claimAllMariaDb}, with the same answers.
    *
    * @param keys validated keys, not empty
    * @param fingerprints 32 bytes each, parallel to {@code keys}

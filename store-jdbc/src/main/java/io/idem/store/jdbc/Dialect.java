@@ -32,8 +32,9 @@ public enum Dialect {
   /**
    * MariaDB 10.6+ (InnoDB, utf8mb4, strict {@code sql_mode}) on any JDBC driver: a plain {@code
    * INSERT} claims, a duplicate-key error (1062) followed by a locking read tells a duplicate from a
-   * conflict, {@code SET STATEMENT innodb_lock_wait_timeout = n FOR …} bounds the claim's lock
-   * wait, the marker is re-read in the transaction before COMMIT. Schema scripts in {@code
+   * conflict, a batch is claimed by one {@code INSERT IGNORE … RETURNING} whose warnings must all be
+   * 1062, {@code SET STATEMENT innodb_lock_wait_timeout = n FOR …} bounds the claim's lock wait, the
+   * marker is re-read in the transaction before COMMIT. Schema scripts in {@code
    * db/migration/idem-mariadb}.
    */
   MARIADB("mariadb", "MariaDB 10.6+", "db/migration/idem-mariadb");

@@ -590,7 +590,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * (one statement for new keys; with existing ones, two more: the statement's warnings and a
    * locking read of the stored fingerprints), whose answer is refused — a {@link
    * org.apache.ibatis.exceptions.PersistenceException}, nothing claimed — when IGNORE turned
-   * anything but a duplicate key into a warning ({@link MariaDbBatchClaim}; docs/STORE.md,
+   * anything but a duplicate key into a warning (docs/STORE.md,
    * "Databases"). Errors 1205 and 1213 are transaction retries.
    *
    * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.

@@ -260,9 +260,44 @@ class MariaDbBatchClaimIT {
         }
         assertThat(claimed).as("round %s, key %s (retries %s)", round, key.value(), retries).isEqualTo(1);
       }
+      System.out.println("overlapping batches, round " + round + ": " + retries.size() + " transaction retries "
+          + retries);
       assertThat(fromA).doesNotContain(ClaimResult.CONFLICT);
       assertThat(fromB).doesNotContain(ClaimResult.CONFLICT);
       assertThat(stored("idem_processed_events", "overlap" + round + "-")).isEqualTo(150);
+    }
+  }
+
+  /**
+   * A batch claimed by another transaction that stays open; a second batch sharing half its keys
+   * (in the opposite order) waits for it — observed — then, once the first commits, finds the
+   * shared keys duplicates and claims the rest; once it rolls back, claims them all.
+   */
+  @Test
+  void aBatchWaitingForAnOverlappingOpenBatchAnswersFromItsOutcome() throws Exception {
+    for (boolean theyCommit : List.of(true, false)) {
+      List<IdempotencyKey> k = keys("held-batch-" + theyCommit, 40);
+      List<IdempotencyKey> theirs = k.subList(0, 30);
+      List<IdempotencyKey> mine = new ArrayList<>(k.subList(10, 40));
+      Collections.reverse(mine);
+      try (SqlSession other = races.sessions.openSession(false)) {
+        assertThat(store.claimAll(other, theirs, same("p", 30))).containsOnly(ClaimResult.CLAIMED);
+        Future<List<ClaimResult>> waiting = races.threads.submit(
+            () -> store.<List<ClaimResult>>inTransaction(tx -> store.claimAll(tx, mine, same("p", 30))));
+        races.awaitLockWaits(k.get(10).value(), 1);
+        if (theyCommit) {
+          other.commit(true);
+        } else {
+          other.rollback(true);
+        }
+        List<ClaimResult> results = waiting.get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < mine.size(); i++) {
+          boolean shared = theirs.contains(mine.get(i));
+          assertThat(results.get(i)).as("%s, %s", theyCommit ? "committed" : "rolled back", mine.get(i).value())
+              .isEqualTo(shared && theyCommit ? ClaimResult.DUPLICATE : ClaimResult.CLAIMED);
+        }
+      }
+      assertThat(stored("idem_processed_events", "held-batch-" + theyCommit + "-")).isEqualTo(theyCommit ? 40 : 30);
     }
   }
 
