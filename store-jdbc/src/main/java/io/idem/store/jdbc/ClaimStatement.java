@@ -43,8 +43,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>On MariaDB ({@link Dialect#MARIADB}) the claim is a plain {@code INSERT} under {@code SET
  * STATEMENT innodb_lock_wait_timeout = n FOR}, a duplicate key (1062) answered by a locking read of
- * the stored fingerprint, and {@link #claimAll} one such claim per distinct key in (group, key)
- * order (docs/STORE.md, "Databases").
+ * the stored fingerprint, and {@link #claimAll} one {@code INSERT IGNORE … RETURNING} of the
+ * distinct keys in (group, key) order whose warnings are checked ({@link MariaDbBatchClaim};
+ * docs/STORE.md, "Databases").
  *
  * <p>Immutable and thread-safe; the session passed in belongs to the calling thread.
  */
@@ -63,6 +64,8 @@ final class ClaimStatement {
   private final Dialect dialect;
   /** Whether the claim sets {@code lock_timeout} back after itself (PostgreSQL; MariaDB always does). */
   private final boolean restoreLockTimeout;
+  /** MariaDB's multi-row claim; {@code null} on PostgreSQL. */
+  private final @Nullable MariaDbBatchClaim mariaDbBatch;
 
   /**
    * Keeps the transaction's {@code lock_timeout} before the claim changes it, in a custom setting
@@ -119,6 +122,8 @@ final class ClaimStatement {
     this.fingerprintStatement = namespace + ".fingerprint";
     this.claimAllStatement = namespace + ".claimAll";
     this.fingerprintsStatement = namespace + ".fingerprints";
+    this.mariaDbBatch = dialect == Dialect.MARIADB
+        ? new MariaDbBatchClaim(configuration, namespace, table, Long.parseLong(lockTimeout)) : null;
   }
 
   /** The claim's parameters, in the order its text binds them (checked at build). */
@@ -405,25 +410,6 @@ final class ClaimStatement {
     return e;
   }
 
-  /**
-   * The multi-row claim ({@link io.idem.spi.ProcessedEventStore#claimAll}): one statement for the
-   * distinct keys, sorted by (group, key) so that two batches sharing keys lock them in the same
-   * order (no deadlock between them on the markers), passed as PostgreSQL arrays; "new" decided
-   * from the keys the INSERT returned. Keys answered neither as inserted nor with a stored
-   * fingerprint — a racing transaction committed them while the statement waited — are read again
-   * in one more statement, as {@link #claim} does for one key. A key repeated in the input is
-   * decided by its first occurrence; the later ones are compared with the marker it left. Records
-   * the transaction id and the keys inserted in the session's {@link OpenTransaction} for the
-   * commit check.
-   *
-   * @param keys validated keys, not empty
-   * @param fingerprints 32 bytes each, parallel to {@code keys}
-   * @return answers parallel to {@code keys}
-   * @throws TransactionRetryException the wait for one key ran out of the lock timeout (55P03),
-   *     or PostgreSQL asked for a retry (40001, 40P01)
-   * @throws RuntimeException (MyBatis' PersistenceException, or an {@link SQLException} wrapped)
-   *     on any other database failure
-   */
   /** The index of {@code key}'s first occurrence in the batch (every key of the batch is in {@code firsts}). */
   private static int first(Map<KeyOf, Integer> firsts, KeyOf key) {
     Integer index = firsts.get(key);
@@ -433,13 +419,32 @@ final class ClaimStatement {
     return index;
   }
 
+  /**
+   * The multi-row claim ({@link io.idem.spi.ProcessedEventStore#claimAll}): one statement for the
+   * distinct keys, sorted by (group, key) so that two batches sharing keys lock them in the same
+   * order (no deadlock between them on the markers), passed as PostgreSQL arrays; "new" decided
+   * from the keys the INSERT returned. Keys answered neither as inserted nor with a stored
+   * fingerprint — a racing transaction committed them while the statement waited — are read again
+   * in one more statement, as {@link #claim} does for one key. A key repeated in the input is
+   * decided by its first occurrence; the later ones are compared with the marker it left. Records
+   * the transaction id and the keys inserted in the session's {@link OpenTransaction} for the
+   * commit check. On MariaDB: {@link #claimAllMariaDb}, with the same answers.
+   *
+   * @param keys validated keys, not empty
+   * @param fingerprints 32 bytes each, parallel to {@code keys}
+   * @return answers parallel to {@code keys}
+   * @throws TransactionRetryException the wait for one key ran out of the lock timeout (55P03),
+   *     or PostgreSQL asked for a retry (40001, 40P01)
+   * @throws RuntimeException (MyBatis' PersistenceException, or an {@link SQLException} wrapped)
+   *     on any other database failure
+   */
   List<ClaimResult> claimAll(SqlSession transaction, List<IdempotencyKey> keys, List<byte[]> fingerprints) {
     TreeMap<KeyOf, Integer> firsts = new TreeMap<>();
     for (int i = 0; i < keys.size(); i++) {
       firsts.putIfAbsent(KeyOf.of(keys.get(i)), i);
     }
-    if (dialect == Dialect.MARIADB) {
-      return claimEach(transaction, keys, fingerprints, firsts);
+    if (mariaDbBatch != null) {
+      return claimAllMariaDb(mariaDbBatch, transaction, keys, fingerprints, firsts);
     }
     List<KeyOf> distinct = new ArrayList<>(firsts.keySet());
     Map<String, Object> params = arrays(transaction, distinct);
@@ -485,6 +490,16 @@ final class ClaimStatement {
             (byte[]) row.get("stored"));
       }
     }
+    return results(keys, fingerprints, firsts, inserted, stored);
+  }
+
+  /**
+   * The answers parallel to {@code keys}: a key's first occurrence claimed when {@code inserted}
+   * holds it, a later occurrence compared with the first's fingerprint; any other key compared with
+   * the fingerprint {@code stored}.
+   */
+  private static List<ClaimResult> results(List<IdempotencyKey> keys, List<byte[]> fingerprints,
+      Map<KeyOf, Integer> firsts, Set<KeyOf> inserted, Map<KeyOf, byte[]> stored) {
     List<ClaimResult> results = new ArrayList<>(keys.size());
     for (int i = 0; i < keys.size(); i++) {
       KeyOf k = KeyOf.of(keys.get(i));
@@ -499,28 +514,54 @@ final class ClaimStatement {
   }
 
   /**
-   * MariaDB's multi-key claim: one {@link #claim} per distinct key, in (group, key) order so that
-   * two batches sharing keys lock them in the same order; a key repeated in the input is claimed
-   * again after its first occurrence, which answers from the row the first left in this
-   * transaction (a duplicate or a conflict of it, as on PostgreSQL). One round trip per key, two
-   * per key that exists already.
+   * MariaDB's multi-key claim ({@link MariaDbBatchClaim}): the distinct keys in (group, key) order,
+   * each first occurrence's source and fingerprint; a key repeated in the input compared with its
+   * first occurrence (a duplicate or a conflict of it), as on PostgreSQL. Records each key inserted
+   * in the session's {@link OpenTransaction} (as {@link #claim} does: no transaction id on
+   * MariaDB), that the claim lock timeout bounded the claim alone, and — for the commit — the
+   * answer {@link #claim} would have left last had each key been claimed on its own (the first
+   * occurrences in key order, then the repeats in input order).
    */
-  private List<ClaimResult> claimEach(SqlSession transaction, List<IdempotencyKey> keys,
-      List<byte[]> fingerprints, TreeMap<KeyOf, Integer> firsts) {
-    Map<Integer, ClaimResult> answers = new HashMap<>();
-    for (int first : firsts.values()) {
-      IdempotencyKey k = keys.get(first);
-      answers.put(first, claim(transaction, k.consumerGroup(), k.value(), k.source().name(),
+  private List<ClaimResult> claimAllMariaDb(MariaDbBatchClaim batch, SqlSession transaction,
+      List<IdempotencyKey> keys, List<byte[]> fingerprints, TreeMap<KeyOf, Integer> firsts) {
+    List<KeyOf> distinct = new ArrayList<>(firsts.keySet());
+    List<MariaDbBatchClaim.Row> rows = new ArrayList<>(distinct.size());
+    for (KeyOf k : distinct) {
+      int first = first(firsts, k);
+      rows.add(new MariaDbBatchClaim.Row(k.group(), k.value(), keys.get(first).source().name(),
           fingerprints.get(first)));
     }
-    List<ClaimResult> results = new ArrayList<>(keys.size());
-    for (int i = 0; i < keys.size(); i++) {
-      ClaimResult answer = answers.get(i);
-      if (answer == null) {
-        IdempotencyKey k = keys.get(i);
-        answer = claim(transaction, k.consumerGroup(), k.value(), k.source().name(), fingerprints.get(i));
+    OpenTransaction open = GuardedSession.transactionOf(transaction);
+    MariaDbBatchClaim.Found found;
+    try {
+      found = batch.claim(transaction, rows, row -> {
+        if (open != null) {
+          open.claimed(0, row.consumerGroup(), row.key());
+        }
+      });
+    } catch (RuntimeException e) {
+      throw mapped(e, distinct.size() + " keys (one batch)");
+    }
+    Set<KeyOf> inserted = new HashSet<>();
+    Map<KeyOf, byte[]> stored = new HashMap<>();
+    for (int i = 0; i < distinct.size(); i++) {
+      if (found.inserted()[i]) {
+        inserted.add(distinct.get(i));
+      } else {
+        stored.put(distinct.get(i), found.stored()[i]);
       }
-      results.add(answer);
+    }
+    List<ClaimResult> results = results(keys, fingerprints, firsts, inserted, stored);
+    if (open != null) {
+      open.lockTimeoutRestored();
+      int last = firsts.lastEntry().getValue();
+      for (int i = keys.size() - 1; i >= 0; i--) {
+        if (first(firsts, KeyOf.of(keys.get(i))) != i) {
+          last = i;
+          break;
+        }
+      }
+      open.answered(results.get(last));
     }
     return results;
   }
@@ -542,7 +583,7 @@ final class ClaimStatement {
   }
 
   /** A key's identity in the table, ordered by group, then value (the locking order). */
-  private record KeyOf(String group, String value) implements Comparable<KeyOf> {
+  record KeyOf(String group, String value) implements Comparable<KeyOf> {
     static KeyOf of(IdempotencyKey key) {
       return new KeyOf(key.consumerGroup(), key.value());
     }

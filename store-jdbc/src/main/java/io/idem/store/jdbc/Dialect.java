@@ -32,8 +32,9 @@ public enum Dialect {
   /**
    * MariaDB 10.6+ (InnoDB, utf8mb4, strict {@code sql_mode}) on any JDBC driver: a plain {@code
    * INSERT} claims, a duplicate-key error (1062) followed by a locking read tells a duplicate from a
-   * conflict, {@code SET STATEMENT innodb_lock_wait_timeout = n FOR …} bounds the claim's lock
-   * wait, the marker is re-read in the transaction before COMMIT. Schema scripts in {@code
+   * conflict, a batch is claimed by one {@code INSERT IGNORE … RETURNING} whose warnings must all be
+   * 1062, {@code SET STATEMENT innodb_lock_wait_timeout = n FOR …} bounds the claim's lock wait, the
+   * marker is re-read in the transaction before COMMIT. Schema scripts in {@code
    * db/migration/idem-mariadb}.
    */
   MARIADB("mariadb", "MariaDB 10.6+", "db/migration/idem-mariadb");
@@ -47,10 +48,12 @@ public enum Dialect {
   /** MariaDB's error code of a statement that ran out of {@code max_statement_time}. */
   static final int ER_STATEMENT_TIMEOUT = 1969;
   /**
-   * The largest {@code innodb_lock_wait_timeout} MariaDB takes, in seconds: what {@link
-   * Duration#ZERO} ("no bound") becomes there (MariaDB's own 0 means "do not wait").
+   * The largest {@code innodb_lock_wait_timeout} MariaDB takes, in seconds (about 3 years: 10.11's
+   * maximum; a larger value is cut to it with warning 1292, which the batch claim's guard would
+   * refuse): what {@link Duration#ZERO} ("no bound") becomes there (MariaDB's own 0 means "do not
+   * wait").
    */
-  static final long MARIADB_MAX_LOCK_WAIT_SECONDS = 1_073_741_824L;
+  static final long MARIADB_MAX_LOCK_WAIT_SECONDS = 100_000_000L;
 
   private final String databaseId;
   private final String displayName;

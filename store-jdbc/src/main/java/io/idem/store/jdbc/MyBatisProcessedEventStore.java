@@ -586,6 +586,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * markers; the lock timeout bounds each wait on its own. The transaction id is recorded for the
    * commit check, which is the same as for one key.
    *
+   * <p>On MariaDB: one {@code INSERT IGNORE … RETURNING} of the distinct keys in the same order
+   * (one statement for new keys; with existing ones, two more: the statement's warnings and a
+   * locking read of the stored fingerprints), whose answer is refused — a {@link
+   * org.apache.ibatis.exceptions.PersistenceException}, nothing claimed — when IGNORE turned
+   * anything but a duplicate key into a warning (docs/STORE.md,
+   * "Databases"). Errors 1205 and 1213 are transaction retries.
+   *
    * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.
    *
    * @throws IllegalArgumentException when the lists differ in size or a fingerprint is not 32

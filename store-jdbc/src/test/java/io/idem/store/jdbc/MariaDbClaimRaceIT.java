@@ -1,31 +1,22 @@
 package io.idem.store.jdbc;
 
+import static io.idem.store.jdbc.MariaDbRaces.sha256;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.idem.IdempotencyKey;
 import io.idem.KeySource;
 import io.idem.TransactionRetryException;
-import io.idem.fixtures.MariaDbFixture;
 import io.idem.spi.ClaimResult;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.ibatis.session.SqlSession;
-import org.apache.ibatis.session.SqlSessionFactory;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -42,33 +33,16 @@ import org.junit.jupiter.api.Test;
  * the race's key), never on sleeps.
  */
 class MariaDbClaimRaceIT {
-  private static HikariDataSource pool;
-  private static HikariDataSource observer;
-  private static SqlSessionFactory sessions;
-  private static MyBatisProcessedEventStore store;
-  private static ExecutorService threads;
+  private static MariaDbRaces races;
 
   @BeforeAll
   static void setUp() {
-    MariaDbFixture mariadb = MariaDbFixture.shared();
-    pool = mariadb.newDatabase("claim_race");
-    String database = pool.getJdbcUrl().replaceAll(".*/([a-z0-9_]+)(\\?.*)?$", "$1");
-    observer = mariadb.dataSource(database, 2);
-    sessions = MyBatisProcessedEventStoreIT.sessions(pool);
-    store = MyBatisProcessedEventStore.builder(sessions).createTableIfMissing(true)
-        .claimLockTimeout(Duration.ZERO).build();
-    threads = Executors.newCachedThreadPool();
+    races = new MariaDbRaces("claim_race");
   }
 
   @AfterAll
   static void tearDown() {
-    threads.shutdownNow();
-    pool.close();
-    observer.close();
-  }
-
-  private static byte[] sha256(String payload) throws Exception {
-    return MessageDigest.getInstance("SHA-256").digest(payload.getBytes(StandardCharsets.UTF_8));
+    races.close();
   }
 
   private static IdempotencyKey newKey() {
@@ -77,19 +51,7 @@ class MariaDbClaimRaceIT {
 
   /** Waits until {@code waiters} transactions wait for a lock in a statement naming {@code key}. */
   private static void awaitLockWaits(IdempotencyKey key, int waiters) {
-    // 250 ms apart: InnoDB refreshes its INNODB_TRX cache only when it was last read more than
-    // 100 ms before, so polling faster would keep reading the same stale rows
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(250)).until(() -> {
-      try (Connection c = observer.getConnection();
-          PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM information_schema.INNODB_TRX"
-              + " WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?")) {
-        ps.setString(1, "%" + key.value() + "%");
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          return rs.getInt(1) >= waiters;
-        }
-      }
-    });
+    races.awaitLockWaits(key.value(), waiters);
   }
 
   /**
@@ -98,10 +60,10 @@ class MariaDbClaimRaceIT {
    */
   private static ClaimResult race(String firstPayload, boolean firstCommits) throws Exception {
     IdempotencyKey key = newKey();
-    try (SqlSession first = sessions.openSession(false)) {
-      assertThat(store.claim(first, key, sha256(firstPayload))).isEqualTo(ClaimResult.CLAIMED);
+    try (SqlSession first = races.sessions.openSession(false)) {
+      assertThat(races.store.claim(first, key, sha256(firstPayload))).isEqualTo(ClaimResult.CLAIMED);
       Future<ClaimResult> second =
-          threads.submit(() -> store.<ClaimResult>inTransaction(tx -> store.claim(tx, key, sha256("second"))));
+          races.threads.submit(() -> races.store.<ClaimResult>inTransaction(tx -> races.store.claim(tx, key, sha256("second"))));
       awaitLockWaits(key, 1);
       if (firstCommits) {
         first.commit(true);
@@ -132,11 +94,11 @@ class MariaDbClaimRaceIT {
     // REPEATABLE READ: the racer's snapshot is taken by its first read, before the first commits;
     // the fingerprint is read with a locking read, which sees the committed row anyway
     IdempotencyKey key = newKey();
-    try (SqlSession first = sessions.openSession(false)) {
-      store.claim(first, key, sha256("first"));
-      Future<ClaimResult> second = threads.submit(() -> store.<ClaimResult>inTransaction(tx -> {
+    try (SqlSession first = races.sessions.openSession(false)) {
+      races.store.claim(first, key, sha256("first"));
+      Future<ClaimResult> second = races.threads.submit(() -> races.store.<ClaimResult>inTransaction(tx -> {
         tx.selectList(namespace() + ".exists", java.util.Map.of("consumerGroup", "race", "key", "snapshot"));
-        return store.claim(tx, key, sha256("second"));
+        return races.store.claim(tx, key, sha256("second"));
       }));
       awaitLockWaits(key, 1);
       first.commit(true);
@@ -148,10 +110,10 @@ class MariaDbClaimRaceIT {
   void twoClaimsWaitingOnAKeyWhoseHolderRollsBackOneClaimsTheOtherIsRetriedOrSeesIt() throws Exception {
     IdempotencyKey key = newKey();
     List<Future<ClaimResult>> racers = new ArrayList<>();
-    try (SqlSession first = sessions.openSession(false)) {
-      store.claim(first, key, sha256("first"));
+    try (SqlSession first = races.sessions.openSession(false)) {
+      races.store.claim(first, key, sha256("first"));
       for (int i = 0; i < 2; i++) {
-        racers.add(threads.submit(() -> store.<ClaimResult>inTransaction(tx -> store.claim(tx, key, sha256("p")))));
+        racers.add(races.threads.submit(() -> races.store.<ClaimResult>inTransaction(tx -> races.store.claim(tx, key, sha256("p")))));
       }
       awaitLockWaits(key, 2);
       first.rollback(true);
@@ -178,16 +140,16 @@ class MariaDbClaimRaceIT {
   void aDeadlockBetweenTwoClaimsIsATransactionRetry() throws Exception {
     IdempotencyKey a = newKey();
     IdempotencyKey b = newKey();
-    try (SqlSession first = sessions.openSession(false)) {
-      store.claim(first, a, sha256("p"));
-      Future<ClaimResult> second = threads.submit(() -> store.<ClaimResult>inTransaction(tx -> {
-        store.claim(tx, b, sha256("p"));
-        return store.claim(tx, a, sha256("p")); // waits for the first
+    try (SqlSession first = races.sessions.openSession(false)) {
+      races.store.claim(first, a, sha256("p"));
+      Future<ClaimResult> second = races.threads.submit(() -> races.store.<ClaimResult>inTransaction(tx -> {
+        races.store.claim(tx, b, sha256("p"));
+        return races.store.claim(tx, a, sha256("p")); // waits for the first
       }));
       awaitLockWaits(a, 1);
       Throwable firstFailure = null;
       try {
-        store.claim(first, b, sha256("p")); // waits for the second: a cycle, one is rolled back
+        races.store.claim(first, b, sha256("p")); // waits for the second: a cycle, one is rolled back
       } catch (TransactionRetryException e) {
         firstFailure = e;
       }
@@ -208,11 +170,11 @@ class MariaDbClaimRaceIT {
 
   @Test
   void aClaimWaitingPastTheClaimLockTimeoutIsATransactionRetry() throws Exception {
-    MyBatisProcessedEventStore impatient = MyBatisProcessedEventStore.builder(sessions)
+    MyBatisProcessedEventStore impatient = MyBatisProcessedEventStore.builder(races.sessions)
         .claimLockTimeout(Duration.ofSeconds(1)).build();
     IdempotencyKey key = newKey();
-    try (SqlSession first = sessions.openSession(false)) {
-      store.claim(first, key, sha256("first"));
+    try (SqlSession first = races.sessions.openSession(false)) {
+      races.store.claim(first, key, sha256("first"));
       assertThatThrownBy(() -> impatient.inTransaction(tx -> impatient.claim(tx, key, sha256("second"))))
           .isInstanceOf(TransactionRetryException.class)
           .hasMessageContaining("innodb_lock_wait_timeout 1 s")
@@ -220,7 +182,7 @@ class MariaDbClaimRaceIT {
       first.rollback(true);
     }
     // the wait was that statement's: the session's own innodb_lock_wait_timeout is untouched
-    try (SqlSession session = sessions.openSession(true)) {
+    try (SqlSession session = races.sessions.openSession(true)) {
       try (ResultSet rs = session.getConnection().createStatement()
           .executeQuery("SELECT @@SESSION.innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout")) {
         rs.next();
@@ -230,6 +192,6 @@ class MariaDbClaimRaceIT {
   }
 
   private static String namespace() {
-    return "io.idem.store.jdbc.ProcessedEvents." + store.tableName();
+    return "io.idem.store.jdbc.ProcessedEvents." + races.store.tableName();
   }
 }

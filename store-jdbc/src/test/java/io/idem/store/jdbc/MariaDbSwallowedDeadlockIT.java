@@ -2,7 +2,6 @@ package io.idem.store.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
-import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.idem.IdempotencyKey;
@@ -11,11 +10,8 @@ import io.idem.fixtures.MariaDbFixture;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -55,19 +51,7 @@ class MariaDbSwallowedDeadlockIT {
   }
 
   private static void awaitLockWait(String statementPart) {
-    // 250 ms apart: InnoDB refreshes its INNODB_TRX cache only when it was last read more than
-    // 100 ms before, so polling faster would keep reading the same stale rows
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(250)).until(() -> {
-      try (Connection c = pool.getConnection();
-          PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM information_schema.INNODB_TRX"
-              + " WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?")) {
-        ps.setString(1, "%" + statementPart + "%");
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          return rs.getInt(1) > 0;
-        }
-      }
-    });
+    MariaDbRaces.awaitLockWaits(pool, statementPart, 1);
   }
 
   @Test
