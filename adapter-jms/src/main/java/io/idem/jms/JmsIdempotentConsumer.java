@@ -167,7 +167,7 @@ import org.slf4j.LoggerFactory;
  * <h2>Lifecycle</h2>
  *
  * {@link #start()} connects every worker (errors surface there), then starts their threads.
- * {@link #close()} stops receiving, lets each worker finish and settle its in-flight message,
+ * {@link #close()} stops receiving, lets each worker finish and settle its in-flight message (in batch mode, its batch),
  * closes the sessions (messages prefetched but not processed return to the broker
  * unacknowledged), and waits up to {@link JmsConsumerConfig#shutdownTimeout()} (plus one
  * {@link JmsConsumerConfig#receiveTimeout()}); a worker still busy then is interrupted: a handler

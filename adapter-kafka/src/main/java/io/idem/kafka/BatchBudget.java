@@ -5,8 +5,9 @@ package io.idem.kafka;
  * left in the poll's budget (half of {@code max.poll.interval.ms}, {@link ConsumerLoop}), so that a
  * slow handler is not pushed out of the consumer group by a batch that outlasts the poll interval.
  *
- * <p>The rule: with no measurement yet, a batch of one record; else {@code clamp(floor(timeLeft /
- * (2 × perRecord)), 1, maxBatchSize)}. The factor 2 covers a batch that fails and is redone record
+ * <p>The rule: with no measurement yet, a batch of one record; else {@code
+ * clamp(floor(min(timeLeft, shutdownTimeout) / (2 × perRecord)), 1, maxBatchSize)} (the shutdown
+ * timeout so that {@code close()}, which lets the batch in flight finish, need not interrupt it). The factor 2 covers a batch that fails and is redone record
  * by record (its records run twice) and a handler slower than measured; a batch of one is never
  * refused, so a single record slower than the budget still runs (as in per-message mode).
  *
@@ -22,15 +23,32 @@ final class BatchBudget {
   static final double FALL_WEIGHT = 0.25;
 
   private final int maxBatchSize;
+  /** The most time a batch is sized for, whatever the deadline leaves: {@link Long#MAX_VALUE}, or the shutdown timeout. */
+  private final long longestNanos;
   /** The estimate in ns per record; 0 until the first run completed. Guarded by this. */
   private double nanosPerRecord;
 
   /** @param maxBatchSize the largest batch {@link #size} returns, at least 1 */
   BatchBudget(int maxBatchSize) {
+    this(maxBatchSize, Long.MAX_VALUE);
+  }
+
+  /**
+   * @param maxBatchSize the largest batch {@link #size} returns, at least 1
+   * @param longestNanos the most time a batch is sized for even when the deadline leaves more, at
+   *     least 1: the consumer's {@code shutdownTimeout}, so that {@code close()} can let the batch in
+   *     flight finish (sized at twice the measured time per record, a batch is expected to take at
+   *     most half of it)
+   */
+  BatchBudget(int maxBatchSize, long longestNanos) {
     if (maxBatchSize < 1) {
       throw new IllegalArgumentException("maxBatchSize must be >= 1, but was " + maxBatchSize);
     }
+    if (longestNanos < 1) {
+      throw new IllegalArgumentException("longestNanos must be >= 1, but was " + longestNanos);
+    }
     this.maxBatchSize = maxBatchSize;
+    this.longestNanos = longestNanos;
   }
 
   /**
@@ -41,7 +59,7 @@ final class BatchBudget {
     if (nanosPerRecord == 0 || nanosLeft <= 0) {
       return 1;
     }
-    double fits = Math.floor(nanosLeft / (2 * nanosPerRecord));
+    double fits = Math.floor(Math.min(nanosLeft, longestNanos) / (2 * nanosPerRecord));
     return (int) Math.max(1, Math.min(maxBatchSize, fits));
   }
 

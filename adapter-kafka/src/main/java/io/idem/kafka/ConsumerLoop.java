@@ -127,7 +127,7 @@ final class ConsumerLoop implements Runnable, ConsumerRebalanceListener {
     // Half of max.poll.interval.ms for one batch leaves room for the commit and the next poll.
     this.batchBudgetNanos = config.maxPollInterval().toNanos() / 2;
     this.runner = new PartitionRunner(
-        deadLetters, pipeline, progress, config.maxBatchSize(), () -> closing, groupId);
+        deadLetters, pipeline, progress, config.maxBatchSize(), config.shutdownTimeout(), () -> closing, groupId);
     this.workers = config.concurrency() == 1 ? null
         : new PartitionWorkers(config.concurrency(), groupId, consumer, progress, runner, () -> closing,
             batchBudgetNanos);

@@ -265,8 +265,9 @@ public final class KafkaConsumerConfig {
    * (sought back) to come after it; other partitions go on.
    *
    * <p>A batch is cut to the time left in the poll's budget (half of {@code max.poll.interval.ms},
-   * from the end of the poll; with {@link #concurrency()} above 1, from the run's start on its
-   * worker): the consumer keeps the time per record of its completed runs (a slower run raises it
+   * from the end of the poll; with {@link #concurrency()} above 1, from the run's hand-off to its
+   * worker, so time queued for a worker counts; and never more than {@link #shutdownTimeout()}, so
+   * that {@code close()} can let the batch in flight finish): the consumer keeps the time per record of its completed runs (a slower run raises it
    * at once, a faster one lowers it a quarter of the way), takes a single record while it has
    * none, and otherwise {@code clamp(floor(timeLeft / (2 × perRecord)), 1, maxBatchSize)}
    * records; once the budget is spent the partition's remaining records are sought back and

@@ -89,19 +89,23 @@ final class PartitionRunner {
   private final BooleanSupplier closing;
   private final String groupId;
 
-  /** @param closing whether close() was called */
+  /**
+   * @param longestBatch the most time a batch is sized for ({@link BatchBudget}): the shutdown timeout
+   * @param closing whether close() was called
+   */
   PartitionRunner(
       DeadLetterPublisher deadLetters,
       IdempotentConsumer<?> pipeline,
       PartitionProgress progress,
       int maxBatchSize,
+      Duration longestBatch,
       BooleanSupplier closing,
       String groupId) {
     this.deadLetters = deadLetters;
     this.pipeline = pipeline;
     this.progress = progress;
     this.maxBatchSize = maxBatchSize;
-    this.budget = new BatchBudget(maxBatchSize);
+    this.budget = new BatchBudget(maxBatchSize, longestBatch.toNanos());
     this.closing = closing;
     this.groupId = groupId;
   }

@@ -28,6 +28,17 @@ class BatchBudgetTest {
   }
 
   @Test
+  void aBatchIsSizedToFinishWithinTheShutdownTimeoutWhenThePollBudgetLeavesMore() {
+    BatchBudget budget = new BatchBudget(100, 30_000 * MS); // shutdownTimeout 30 s
+    budget.completed(1, 500 * MS); // a slow handler: 0.5 s per record
+    // 150 s left in the poll budget would give 100 (the most); the 30 s shutdown timeout gives floor(30000 / 1000) = 30
+    assertThat(budget.size(150_000 * MS)).isEqualTo(30);
+    assertThat(budget.size(10_000 * MS)).isEqualTo(10); // less time left than the shutdown timeout: the deadline decides
+    assertThatThrownBy(() -> new BatchBudget(10, 0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("longestNanos");
+  }
+
+  @Test
   void theSizeIsClampedBetweenOneAndMaxBatchSize() {
     BatchBudget budget = new BatchBudget(100);
     budget.completed(10, 10 * MS); // 1 ms per record

@@ -196,7 +196,10 @@ public final class RabbitConsumerConfig {
    * max(}{@value #DEFAULT_PREFETCH}{@code , 2 × maxBatchSize)}, at most 65535 (AMQP's limit) —
    * room for the batch a worker processes and the next one, which RabbitMQ delivers meanwhile, so
    * that the worker finds it buffered once the COMMIT and acks are done (measured with {@code
-   * maxBatchSize} 10: prefetch 20 819 messages/s, prefetch 10 641/s; docs/BROKERS.md).
+   * maxBatchSize} 10: prefetch 20 819 messages/s, prefetch 10 641/s; docs/BROKERS.md). It is sized for
+   * one worker: the {@link #concurrency()} workers share the prefetch and this default does not grow
+   * with them, so with several workers set {@code prefetch(2 × maxBatchSize × concurrency)} for
+   * full batches on each.
    *
    * @param maxBatchSize at least 1
    * @throws IllegalArgumentException when {@code maxBatchSize} is below 1

@@ -23,7 +23,7 @@ interface BenchBroker extends AutoCloseable {
   /**
    * The batch size of the batch variants when {@code --max-batch-size} is not given: Kafka 100
    * (a poll's records), SQS 10 (the most one receive returns), RabbitMQ and JMS 10 (the
-   * adapters' recommended setting for backlogs, docs/BROKERS.md).
+   * adapters' defaults, docs/BROKERS.md).
    */
   int defaultBatchSize();
 

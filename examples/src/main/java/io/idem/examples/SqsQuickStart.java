@@ -43,7 +43,7 @@ public final class SqsQuickStart {
           .credentials(StaticCredentialsProvider.create(AwsBasicCredentials.create("local", "local")));
     }
     SqsIdempotentConsumer consumer = SqsIdempotentConsumer.create(config.build(), pipeline);
-    consumer.start();   // per receive of up to 10: one COMMIT, one DeleteMessageBatch; a failing message is redone alone
+    consumer.start();   // per receive of up to 10 (FIFO: per message group): one COMMIT, one DeleteMessageBatch; failures redone alone
     // README: end
     return consumer;
   }

@@ -449,7 +449,7 @@ public class IdemProperties implements Validator {
 
     /**
      * RabbitMQ: the {@code basicQos} prefetch count, unacknowledged deliveries per consumer,
-     * 1..65535; default {@code RabbitConsumerConfig.DEFAULT_PREFETCH}. A RabbitMQ batch is never
+     * 1..65535; default {@code RabbitConsumerConfig.defaultPrefetch(maxBatchSize)} (20 with the default batch size). A RabbitMQ batch is never
      * larger than it. Not used by the other brokers.
      */
     private @Nullable Integer prefetch;
@@ -546,8 +546,8 @@ public class IdemProperties implements Validator {
     /**
      * RabbitMQ only: the {@code basicQos} prefetch count ({@code RabbitConsumerConfig.Builder
      * prefetch(..)}), unacknowledged deliveries per consumer, 1..65535 (checked at start-up by
-     * {@link IdemProperties#validate}); {@code null} (unset) leaves {@code
-     * RabbitConsumerConfig.DEFAULT_PREFETCH}. It must be at least {@link #getConcurrency()} (the
+     * {@link IdemProperties#validate}); {@code null} (unset) leaves the adapter's derived
+     * default, {@code RabbitConsumerConfig.defaultPrefetch(maxBatchSize)} (20 with the default batch size). It must be at least {@link #getConcurrency()} (the
      * adapter refuses otherwise, at start-up). Ignored by the other brokers, like the other
      * broker-specific settings here.
      */
