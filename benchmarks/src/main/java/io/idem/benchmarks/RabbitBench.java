@@ -79,8 +79,7 @@ final class RabbitBench implements BenchBroker {
 
   /** The prefetch of a variant: the quick start's default per message, twice the batch size in batches. */
   static int prefetch(Variant variant, int maxBatchSize) {
-    return variant.batched() ? Math.max(RabbitConsumerConfig.DEFAULT_PREFETCH, 2 * maxBatchSize)
-        : RabbitConsumerConfig.DEFAULT_PREFETCH;
+    return variant.batched() ? RabbitConsumerConfig.defaultPrefetch(maxBatchSize) : RabbitConsumerConfig.DEFAULT_PREFETCH;
   }
 
   private static RabbitConsumerConfig.Builder quickStart(String queue, String uri) {
