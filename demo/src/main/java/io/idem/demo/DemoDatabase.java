@@ -15,11 +15,13 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.ibatis.mapping.Environment;
 import org.apache.ibatis.session.Configuration;
 import org.apache.ibatis.session.SqlSessionFactory;
 import org.apache.ibatis.session.SqlSessionFactoryBuilder;
 import org.apache.ibatis.transaction.jdbc.JdbcTransactionFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The demo's database — a PostgreSQL schema, or a MariaDB database with {@code --database
@@ -51,6 +53,46 @@ final class DemoDatabase implements AutoCloseable {
 
   static boolean mariadb() {
     return kind().equals("mariadb");
+  }
+
+  /**
+   * {@code value} in lower case, one of {@link #KINDS}.
+   *
+   * @throws IllegalArgumentException naming the value when it is neither
+   */
+  static String kindOf(String value) {
+    String kind = Objects.requireNonNull(value, "database").toLowerCase(Locale.ROOT);
+    if (!KINDS.contains(kind)) {
+      throw new IllegalArgumentException("database must be one of " + KINDS + ", but was '" + value + "'");
+    }
+    return kind;
+  }
+
+  /** Work that reads {@link #kind()}: a run, with the child JVMs it starts. */
+  @FunctionalInterface
+  interface OnDatabase<T, E extends Exception> {
+    T run() throws E;
+  }
+
+  /**
+   * Runs {@code work} with {@value #DATABASE_PROPERTY} set to {@code kind} ({@code null}: left as
+   * it is), and restores the property after, so that one run's database never leaks into the next
+   * run in the same JVM (a test's). Not for runs in parallel: the property is the JVM's.
+   */
+  static <T, E extends Exception> T on(@Nullable String kind, OnDatabase<T, E> work) throws E {
+    String previous = System.getProperty(DATABASE_PROPERTY);
+    if (kind != null) {
+      System.setProperty(DATABASE_PROPERTY, kind);
+    }
+    try {
+      return work.run();
+    } finally {
+      if (previous == null) {
+        System.clearProperty(DATABASE_PROPERTY);
+      } else {
+        System.setProperty(DATABASE_PROPERTY, previous);
+      }
+    }
   }
 
   /** The database, as the ledger's first line says it: {@code MariaDB database x on …}. */

@@ -20,8 +20,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * The main job: proves exactly-once effects on real brokers and a real PostgreSQL while the
- * consumer is killed at random points. See README.md.
+ * The main job: proves exactly-once effects on real brokers (or over HTTP) and a real PostgreSQL
+ * or MariaDB while the consumer is killed at random points. See README.md.
  */
 @Command(
     name = "idem-demo",
@@ -153,8 +153,8 @@ public final class DemoMain implements Callable<Integer> {
   @Nullable String rabbitmqUri;
 
   @Option(names = "--database", paramLabel = "DATABASE", defaultValue = "postgresql",
-      description = "The database of the store, the outbox and the ledger: postgresql or mariadb (MariaDB 10.6+ at"
-          + " IDEM_MARIADB_URL, else 127.0.0.1:3306 as root; not with --source webhooks; default: ${DEFAULT-VALUE}).")
+      description = "The database of the store, the outbox and the ledger, with either --source: postgresql or"
+          + " mariadb (MariaDB 10.6+ at IDEM_MARIADB_URL, else 127.0.0.1:3306 as root; default: ${DEFAULT-VALUE}).")
   String database = "postgresql";
 
   @Option(names = "--keep-schema", description = "Keep the demo's PostgreSQL schema (MariaDB: database) after a successful run.")
@@ -232,10 +232,6 @@ public final class DemoMain implements Callable<Integer> {
       throw usageError("--database must be one of " + DemoDatabase.KINDS + ", but was '" + database + "'");
     }
     source = source.toLowerCase(Locale.ROOT);
-    if (source.equals("webhooks") && database.equals("mariadb")) {
-      throw usageError("--source webhooks does not go with --database mariadb: the main job's webhook receiver and"
-          + " its ledger run on PostgreSQL only so far (idem-http itself works on MariaDB: docs/HTTP.md)");
-    }
     if (!source.equals("broker") && !source.equals("webhooks")) {
       throw usageError("--source must be broker or webhooks, but was '" + source + "'");
     }
@@ -285,7 +281,8 @@ public final class DemoMain implements Callable<Integer> {
   public Integer call() throws Exception {
     validate();
     try {
-      return run();
+      // read here and by the child JVMs; restored after, for the next run in this JVM (a test's)
+      return DemoDatabase.on(database, this::run);
     } catch (MissingPrerequisite e) {
       return environmentError(String.valueOf(e.getMessage()));
     }
@@ -330,7 +327,6 @@ public final class DemoMain implements Callable<Integer> {
   }
 
   private int run() throws Exception {
-    System.setProperty(DemoDatabase.DATABASE_PROPERTY, database); // read here and by the child JVMs
     // The demo uses IDEM_POSTGRES_URL, else 127.0.0.1:5432, else an embedded PostgreSQL (MariaDB:
     // IDEM_MARIADB_URL, else 127.0.0.1:3306): no containers.
     System.setProperty("idem.testcontainers", "false");

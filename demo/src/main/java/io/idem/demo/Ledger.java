@@ -72,7 +72,7 @@ public record Ledger(
    * The receipts of a run: each OrderPaid handler enqueued one in the outbox, in its transaction; a
    * relay published them to a second destination on the same broker; a downstream Idem consumer
    * (its own consumer group) applied them into the receipts table. Every figure but {@code
-   * duplicatesSkipped} is counted in PostgreSQL, after the run, and cannot miss anything.
+   * duplicatesSkipped} is counted in the database, after the run, and cannot miss anything.
    *
    * @param destination the broker destination the receipts went to
    * @param enqueued outbox rows for that destination (one per order whose payment committed)

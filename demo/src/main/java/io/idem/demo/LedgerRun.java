@@ -81,19 +81,7 @@ public final class LedgerRun {
 
   /** Publishes, consumes through the crashes, and returns the ledger. */
   public Ledger run() throws InterruptedException {
-    String previous = System.getProperty(DemoDatabase.DATABASE_PROPERTY);
-    if (database != null) {
-      System.setProperty(DemoDatabase.DATABASE_PROPERTY, database);
-    }
-    try {
-      return runOnDatabase();
-    } finally {
-      if (previous == null) {
-        System.clearProperty(DemoDatabase.DATABASE_PROPERTY);
-      } else {
-        System.setProperty(DemoDatabase.DATABASE_PROPERTY, previous);
-      }
-    }
+    return DemoDatabase.on(database, this::runOnDatabase);
   }
 
   private Ledger runOnDatabase() throws InterruptedException {
@@ -594,11 +582,7 @@ public final class LedgerRun {
      * PostgreSQL. Set for the run (its child JVMs get it too), restored after.
      */
     public Builder database(String value) {
-      String kind = Objects.requireNonNull(value, "database").toLowerCase(java.util.Locale.ROOT);
-      if (!DemoDatabase.KINDS.contains(kind)) {
-        throw new IllegalArgumentException("database must be one of " + DemoDatabase.KINDS + ", but was '" + value + "'");
-      }
-      this.database = kind;
+      this.database = DemoDatabase.kindOf(value);
       return this;
     }
 

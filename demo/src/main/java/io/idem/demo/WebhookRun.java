@@ -1,7 +1,6 @@
 package io.idem.demo;
 
 import io.idem.fixtures.ChildJvm;
-import io.idem.fixtures.PostgresFixture;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -10,7 +9,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -26,8 +24,10 @@ import java.util.function.Consumer;
  * retry is the same event sent again), POSTed by a {@link WebhookSender} with signatures, request
  * timeouts and retries until 2xx, to a {@link WebhookReceiverProcess} in a child JVM that is killed
  * with SIGKILL {@code crashes} times at random moments (requests in flight: before, in and after
- * their transactions) and restarted on the same port. The ledger is counted in PostgreSQL once
- * every event was acknowledged: 0 doubled, 0 missing is the guarantee.
+ * their transactions) and restarted on the same port. The receiver and the ledger use the run's
+ * {@link DemoDatabase} (PostgreSQL, or MariaDB with {@code --database mariadb}: {@link
+ * DemoDatabase#kind()}, passed to the receiver's JVM as to the broker consumers'); the ledger is
+ * counted there once every event was acknowledged: 0 doubled, 0 missing is the guarantee.
  */
 final class WebhookRun {
   private static final int SENDERS = 4;
@@ -66,8 +66,8 @@ final class WebhookRun {
     Instant deadline = Instant.now().plus(timeout);
     try (DemoDatabase db = DemoDatabase.create(schema)) {
       db.recordPublished(stream.orderIds());
-      out.accept("[webhooks] receiver on 127.0.0.1:" + port + ", PostgreSQL " + PostgresFixture.shared().origin()
-          + ", schema " + schema + "; " + bodies.size() + " events (" + stream.retries() + " producer retries), "
+      out.accept("[webhooks] receiver on 127.0.0.1:" + port + ", " + DemoDatabase.describe(schema)
+          + "; " + bodies.size() + " events (" + stream.retries() + " producer retries), "
           + SENDERS + " senders, " + crashes + " SIGKILLs");
       long started = System.nanoTime();
       ChildJvm receiver = startReceiver(schema, port, secret);
@@ -131,12 +131,11 @@ final class WebhookRun {
   }
 
   private static ChildJvm startReceiver(String schema, int port, String secret) throws InterruptedException {
-    PostgresFixture pg = PostgresFixture.shared();
-    ChildJvm child = ChildJvm.start("receiver", WebhookReceiverProcess.class,
-        List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false", "-Didem.fixtures.announce=false"),
-        List.of("--schema=" + schema, "--port=" + port, "--secret=" + secret),
-        Map.of("IDEM_POSTGRES_URL", pg.jdbcUrl(), "IDEM_POSTGRES_USER", pg.user(),
-            "IDEM_POSTGRES_PASSWORD", pg.password()),
+    List<String> jvmArgs = new ArrayList<>(
+        List.of("-Xmx256m", "-XX:+UseSerialGC", "-Didem.testcontainers=false", "-Didem.fixtures.announce=false"));
+    jvmArgs.addAll(DemoDatabase.childJvmArgs());
+    ChildJvm child = ChildJvm.start("receiver", WebhookReceiverProcess.class, jvmArgs,
+        List.of("--schema=" + schema, "--port=" + port, "--secret=" + secret), DemoDatabase.childEnvironment(),
         line -> { });
     Instant until = Instant.now().plus(Duration.ofSeconds(120));
     while (!child.printed("READY")) {
