@@ -11,6 +11,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
 class DemoMainTest {
@@ -64,7 +66,6 @@ class DemoMainTest {
         new String[] {"--migrate-from", "kafka"},
         new String[] {"--migrate-from", "kafka", "--migrate-to", "KAFKA"},
         new String[] {"--database", "oracle"},
-        new String[] {"--source", "webhooks", "--database", "mariadb"},
         new String[] {"--no-such-option"})) {
       Run run = run(args);
 
@@ -156,6 +157,28 @@ class DemoMainTest {
     assertThat(run("--source", "webhooks", "--batch", "10").status()).isEqualTo(2);
   }
 
+  @ParameterizedTest
+  @ValueSource(strings = {"postgresql", "mariadb"})
+  void theWebhooksSourceAppliesEveryOrderOnceThroughAReceiverKillOnEitherDatabase(String database) throws Exception {
+    String before = System.getProperty(DemoDatabase.DATABASE_PROPERTY);
+    // 150 events (30 producer retries) posted by 4 senders, the receiver's JVM SIGKILLed once, restarted
+    Run run = run("--source", "webhooks", "--database", database, "--events", "150", "--crashes", "1",
+        "--seed", "26");
+    try {
+      assertThat(run.status()).as(run.out()).isZero();
+      assertThat(run.out())
+          .contains(database.equals("mariadb") ? "MariaDB database idem_demo_webhooks_" : "PostgreSQL schema idem_demo_webhooks_")
+          .contains("receiver killed (SIGKILL)");
+      assertThat(run.out().lines()).anySatisfy(line -> assertThat(line).contains("consumer crashes").contains("1/1"))
+          .anySatisfy(line -> assertThat(line).contains("doubled effects").contains(" 0 "))
+          .anySatisfy(line -> assertThat(line).contains("missing effects").contains(" 0 "));
+      assertThat(System.getProperty(DemoDatabase.DATABASE_PROPERTY)).as("the run's database, restored after it")
+          .isEqualTo(before);
+    } finally {
+      dropSchemaPrintedBy(run.out());
+    }
+  }
+
   @Test
   void aRealRunThatHitsItsTimeoutEndsTimedOutWithItsOwnStatusNotAsLostData() throws Exception {
     // 200 orders, three consumer kills and three relay kills cannot be done in 1 s: the timeout runs out
@@ -171,13 +194,22 @@ class DemoMainTest {
     }
   }
 
+  /** Drops the schemas (MariaDB: databases) a run printed: one that did not end OK keeps its own. */
   private static void dropSchemaPrintedBy(String out) throws java.sql.SQLException {
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("PostgreSQL schema (idem_demo_[a-z0-9_]+) ").matcher(out);
-    io.idem.fixtures.PostgresFixture pg = io.idem.fixtures.PostgresFixture.shared();
     while (m.find()) {
+      io.idem.fixtures.PostgresFixture pg = io.idem.fixtures.PostgresFixture.shared();
       try (java.sql.Connection c = java.sql.DriverManager.getConnection(pg.jdbcUrl(), pg.user(), pg.password());
           java.sql.Statement st = c.createStatement()) {
         st.execute("DROP SCHEMA IF EXISTS " + m.group(1) + " CASCADE");
+      }
+    }
+    m = java.util.regex.Pattern.compile("MariaDB database (idem_demo_[a-z0-9_]+) ").matcher(out);
+    while (m.find()) {
+      io.idem.fixtures.MariaDbFixture maria = io.idem.fixtures.MariaDbFixture.shared();
+      try (java.sql.Connection c = java.sql.DriverManager.getConnection(maria.jdbcUrl(), maria.user(), maria.password());
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("DROP DATABASE IF EXISTS `" + m.group(1) + "`");
       }
     }
   }
