@@ -100,8 +100,11 @@ final class ClaimAndHandle<C> {
   }
 
   /**
-   * Runs the handler for the claimed messages in order (or the batch handler once with all of
-   * them), then confirms each claim and tells {@code afterHandler}. Each handler call runs inside
+   * Runs the handler for the claimed messages in order, confirming each claim after its handler
+   * ({@link ProcessedEventStore#confirmClaim}), or the batch handler once with all of them, then
+   * one {@link ProcessedEventStore#confirmClaims} for all; tells {@code afterHandler} after each
+   * check. A store may defer the check to its commit (store-jdbc on MariaDB): a claim found lost
+   * there fails the batch's transaction as a whole, which the pipeline redoes message by message. Each handler call runs inside
    * a {@link HandlerScope} (the MDC, the message for {@link io.idem.TraceContext}); {@code own}:
    * the one message of its own transaction, whose observation an outbox row continues.
    */
@@ -132,8 +135,15 @@ final class ClaimAndHandle<C> {
     } finally {
       HandlerScope.exit(previous);
     }
+    // one check for the batch handler's keys (MariaDB: one statement, sent with the COMMIT), then
+    // afterHandler per message as for per-message handlers
+    List<IdempotencyKey> keys = new ArrayList<>(fresh.size());
     for (KeyedMessage each : fresh) {
-      confirmed(tx, each);
+      keys.add(each.key());
+    }
+    store.confirmClaims(tx, keys);
+    for (KeyedMessage each : fresh) {
+      listener.afterHandler(each.message(), each.key());
     }
   }
 

@@ -62,6 +62,11 @@ public abstract class ForwardingProcessedEventStore<C> implements ProcessedEvent
   }
 
   @Override
+  public void confirmClaims(C transaction, List<IdempotencyKey> keys) {
+    delegate.confirmClaims(transaction, keys);
+  }
+
+  @Override
   public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
     return delegate.recordDeadLetter(key, decision);
   }

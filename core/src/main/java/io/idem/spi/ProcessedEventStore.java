@@ -183,6 +183,30 @@ public interface ProcessedEventStore<C> {
   default void confirmClaim(C transaction, IdempotencyKey key) {}
 
   /**
+   * {@link #confirmClaim} for several keys at once: the pipeline calls it once after a batch
+   * handler ({@link io.idem.IdempotentConsumer.Builder#batchHandler}) ran for the claimed messages
+   * of a batch, instead of one {@link #confirmClaim} per key. Same meaning, key by key: it throws
+   * when {@code transaction} no longer holds the claim of any one of {@code keys}, and the whole
+   * transaction is then rolled back (the pipeline redoes the batch message by message, where each
+   * message's own check decides). A store may check every key with one statement, or — like
+   * {@link #confirmClaim} — as part of the commit in {@link #inTransaction}.
+   *
+   * <p>The default calls {@link #confirmClaim} once per key, in order (store-jdbc on pgjdbc: the
+   * driver's transaction state, no round trip; on MariaDB store-jdbc checks the keys with one
+   * statement, sent with the COMMIT in the transactions it opens itself).
+   *
+   * @param transaction the context of the surrounding {@link #inTransaction} call
+   * @param keys the keys the transaction claimed and handled, in the batch's order; not {@code
+   *     null}, no {@code null} element, distinct; an empty list checks nothing
+   * @throws RuntimeException when one of the claims is no longer held, as {@link #confirmClaim}
+   */
+  default void confirmClaims(C transaction, List<IdempotencyKey> keys) {
+    for (IdempotencyKey key : keys) {
+      confirmClaim(transaction, key);
+    }
+  }
+
+  /**
    * Records, in its own short transaction committed before the adapter stores the dead-letter
    * copy, that the message of {@code key} is being dead-lettered for {@code decision}: the key's
    * marker is written with that outcome (docs/STORE.md, "Dead-letter decisions"), so that when the

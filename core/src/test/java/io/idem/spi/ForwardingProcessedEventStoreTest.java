@@ -46,6 +46,7 @@ class ForwardingProcessedEventStoreTest {
     assertThat(store.claim("tx", key, fp)).isEqualTo(ClaimResult.DUPLICATE);
     assertThat(store.claimAll("tx", List.of(key), List.of(fp))).containsExactly(ClaimResult.CONFLICT);
     store.confirmClaim("tx", key);
+    store.confirmClaims("tx", List.of(key));
     assertThat(store.recordDeadLetter(key, new DeadLetterDecision(DeadLetterCause.NO_KEY, "d", null, null))).isTrue();
     assertThat(store.deadLetterDecision(key)).isNull();
     assertThat(store.releaseDeadLetter(key, "m-1")).isTrue();
@@ -55,7 +56,7 @@ class ForwardingProcessedEventStoreTest {
     assertThat(store.isProcessed(key)).isTrue();
 
     assertThat(inner.calls).containsExactly("inTransaction", "claim tx k-1", "claimAll tx [k-1]",
-        "confirmClaim tx k-1", "recordDeadLetter k-1", "deadLetterDecision k-1", "releaseDeadLetter k-1 m-1",
+        "confirmClaim tx k-1", "confirmClaims tx [k-1]", "recordDeadLetter k-1", "deadLetterDecision k-1", "releaseDeadLetter k-1 m-1",
         "startAttempt k-1", "clearAttempts tx k-1", "purge 5", "isProcessed k-1");
   }
 
@@ -104,6 +105,11 @@ class ForwardingProcessedEventStoreTest {
     @Override
     public void confirmClaim(String tx, IdempotencyKey key) {
       calls.add("confirmClaim " + tx + " " + key.value());
+    }
+
+    @Override
+    public void confirmClaims(String tx, List<IdempotencyKey> keys) {
+      calls.add("confirmClaims " + tx + " " + keys.stream().map(IdempotencyKey::value).toList());
     }
 
     @Override

@@ -38,7 +38,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * commit, and the pipeline acknowledges only after it.
  *
  * <p>The claim, its SQL and its failure rules are store-jdbc's ({@link MyBatisProcessedEventStore},
- * docs/STORE.md): this class delegates {@link #claim}, {@link #claimAll}, {@link #confirmClaim},
+ * docs/STORE.md): this class delegates {@link #claim}, {@link #claimAll}, {@link #confirmClaim}, {@link #confirmClaims},
  * {@link #startAttempt}, {@link #clearAttempts}, {@link #purge} and {@link #isProcessed} to one, built on a MyBatis factory over the same {@link
  * DataSource} whose sessions use the Spring-bound connection inside the transaction ({@link
  * SpringBoundTransactionFactory}). What it does not do, because Spring commits: store-jdbc's
@@ -244,6 +244,11 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
   @Override
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
     delegate.confirmClaim(transaction, key);
+  }
+
+  @Override
+  public void confirmClaims(SqlSession transaction, List<IdempotencyKey> keys) {
+    delegate.confirmClaims(transaction, keys);
   }
 
   /**

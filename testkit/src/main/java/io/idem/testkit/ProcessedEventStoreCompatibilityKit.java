@@ -653,6 +653,21 @@ public abstract class ProcessedEventStoreCompatibilityKit<C> {
     }
 
     @Test
+    @DisplayName("a batch's held claims are confirmed at once, and the commit keeps markers and write")
+    void heldClaimsAreConfirmedTogether() throws Exception {
+      List<IdempotencyKey> keys = List.of(key("confirm-all-1"), key("confirm-all-2"), key("confirm-all-3"));
+      store().inTransaction(tx -> {
+        assertThat(store().claimAll(tx, keys, fingerprints(List.of("p", "p", "p"))))
+            .containsOnly(ClaimResult.CLAIMED);
+        recordEffect(tx, "confirm-all-" + group);
+        store().confirmClaims(tx, keys);
+        return null;
+      });
+      assertThat(keys).allMatch(k -> store().isProcessed(k));
+      assertThat(effectCount("confirm-all-" + group)).isEqualTo(1);
+    }
+
+    @Test
     @DisplayName("a swallowed statement failure never yields a committed claim without its write")
     void swallowedFailureNeverCommitsTheClaimAlone() throws Exception {
       String k = "swallowed-" + group;

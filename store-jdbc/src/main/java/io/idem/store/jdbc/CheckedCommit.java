@@ -51,20 +51,26 @@ final class CheckedCommit {
   private final Supplier<SqlSession> freshSession;
   private final TableName table;
   private final Dialect dialect;
+  private final MariaDbClaimCheck claimCheck;
 
   /**
    * @param freshSession opens a new session of the store's factory, outside any transaction
    * @param table the processed-events table
    */
   CheckedCommit(Supplier<SqlSession> freshSession, TableName table) {
-    this(freshSession, table, Dialect.POSTGRESQL);
+    this(freshSession, table, Dialect.POSTGRESQL, new MariaDbClaimCheck(table));
   }
 
-  /** @param dialect the database: early markers are removed on PostgreSQL only (by {@code xmin}) */
-  CheckedCommit(Supplier<SqlSession> freshSession, TableName table, Dialect dialect) {
+  /**
+   * @param dialect the database: early markers are removed on PostgreSQL only (by {@code xmin})
+   * @param claimCheck the count of the markers sent with the COMMIT on MariaDB
+   */
+  CheckedCommit(Supplier<SqlSession> freshSession, TableName table, Dialect dialect,
+      MariaDbClaimCheck claimCheck) {
     this.freshSession = freshSession;
     this.table = table;
     this.dialect = dialect;
+    this.claimCheck = claimCheck;
   }
 
   /**
@@ -112,6 +118,14 @@ final class CheckedCommit {
           throw new HandlerEndedTransaction(e);
         }
         throw e;
+      }
+    }
+    if (transaction.confirmsAtCommit()) {
+      // MariaDB: the markers of the keys confirmed after the handlers, counted in the COMMIT's round
+      // trip; Connector/J then knows the transaction ended and session.commit sends nothing
+      List<MariaDbClaimCheck.Key> keys = transaction.confirmedAtCommit();
+      if (!claimCheck.checkAndCommit(connection, keys)) {
+        throw MyBatisProcessedEventStore.claimsLost(keys);
       }
     }
     // force: the handler may have written through session.getConnection(), which MyBatis does

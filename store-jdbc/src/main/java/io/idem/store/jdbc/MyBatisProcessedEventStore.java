@@ -20,12 +20,14 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
+import org.apache.ibatis.exceptions.PersistenceException;
 import org.apache.ibatis.session.ExecutorType;
 import org.apache.ibatis.session.SqlSession;
 import org.apache.ibatis.session.SqlSessionFactory;
@@ -158,6 +160,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private volatile boolean deadLetterColumns = true;
   private final ClaimStatement claims;
   private final CheckedCommit commit;
+  private final MariaDbClaimCheck claimCheck;
   private final FailureClassifier failures;
   private final AtomicLong autoCommitRefusals = new AtomicLong();
   private final AtomicBoolean otherDriverLogged = new AtomicBoolean();
@@ -180,7 +183,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.claims = new ClaimStatement(sessions.getConfiguration(), namespace, table, lockTimeout, dialect,
         b.restoreLockTimeoutAfterClaim);
     Supplier<SqlSession> freshSession = () -> sessions.openSession(executorType, false);
-    this.commit = new CheckedCommit(freshSession, table, dialect);
+    this.claimCheck = new MariaDbClaimCheck(table);
+    this.commit = new CheckedCommit(freshSession, table, dialect, claimCheck);
     this.failures = new FailureClassifier(freshSession, commit, dialect);
   }
 
@@ -630,9 +634,18 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * {@code OPEN}: that is caught at the commit, where the transaction id recorded by the claim is
    * checked in the same round trip as the COMMIT.
    *
-   * <p>On a driver other than pgjdbc (logged once at INFO) it re-reads the marker instead (one
-   * round trip): a statement in an aborted transaction fails, and a marker that is gone means the
-   * transaction was rolled back under the store; a SQL-text COMMIT is not detected there.
+   * <p>On MariaDB the marker is re-read in the transaction (a statement in a transaction InnoDB
+   * rolled back under the handler — a swallowed deadlock — finds no marker). In a transaction of
+   * this store's {@link #inTransaction} the re-read is not sent here: the key is recorded and its
+   * marker counted, with every other key confirmed in the transaction, in the COMMIT's round trip
+   * ({@link MariaDbClaimCheck}; no round trip of its own), and a marker found missing fails the
+   * transaction there, nothing committed, with the same {@link IllegalStateException}. In a
+   * session this store did not open (the Spring starter's store, whose commit is Spring's) it is
+   * re-read at once, one round trip. A SQL-text COMMIT is not detected on MariaDB.
+   *
+   * <p>On another driver (logged once at INFO) it re-reads the marker at once (one round trip):
+   * a statement in an aborted transaction fails, and a marker that is gone means the transaction
+   * was rolled back under the store; a SQL-text COMMIT is not detected there.
    *
    * <p>Thread-safe as far as the store goes; {@code transaction} belongs to the calling thread.
    *
@@ -642,7 +655,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
     DriverTransactions.State state = DriverTransactions.ofAnyDriver(transaction.getConnection());
     if (state == null) {
-      confirmByQuery(transaction, key);
+      confirmByQuery(transaction, List.of(key));
       return;
     }
     if (state == DriverTransactions.State.FAILED) {
@@ -657,26 +670,92 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
   }
 
-  private void confirmByQuery(SqlSession transaction, IdempotencyKey key) {
+  /**
+   * {@link #confirmClaim} for every key of a batch handler's run. On pgjdbc the driver's state,
+   * checked once per key (no round trip). On MariaDB, in a transaction of this store's: the keys
+   * are recorded and counted with the COMMIT (one statement with it, whatever the number up to
+   * 1,000 keys; {@link MariaDbClaimCheck}); in a session this store did not open: counted at once,
+   * one statement per 1,000 keys. On another driver: one re-read per key.
+   *
+   * @throws IllegalStateException when a claim is no longer held: the batch's transaction fails
+   */
+  @Override
+  public void confirmClaims(SqlSession transaction, List<IdempotencyKey> keys) {
+    if (keys.isEmpty()) {
+      return;
+    }
+    if (DriverTransactions.ofAnyDriver(transaction.getConnection()) == null) {
+      confirmByQuery(transaction, keys);
+      return;
+    }
+    for (IdempotencyKey key : keys) {
+      confirmClaim(transaction, key);
+    }
+  }
+
+  private void confirmByQuery(SqlSession transaction, List<IdempotencyKey> keys) {
     if (dialect == Dialect.MARIADB) {
+      OpenTransaction open = GuardedSession.transactionOf(transaction);
       if (otherDriverLogged.compareAndSet(false, true)) {
-        LOG.info("on MariaDB each claim is confirmed by re-reading the marker in its transaction after"
-            + " the handler (one more round trip): a swallowed deadlock (InnoDB rolled the transaction"
-            + " back) is caught, a handler's SQL-text COMMIT is not (docs/STORE.md, \"Databases\")");
+        LOG.info("on MariaDB each claim is confirmed by counting its marker in its transaction after"
+            + " the handler, in the COMMIT's round trip (one statement for all the transaction's keys;"
+            + " at once, one more round trip, in a transaction Idem does not commit): a swallowed"
+            + " deadlock (InnoDB rolled the transaction back) is caught, a handler's SQL-text COMMIT"
+            + " is not (docs/STORE.md, \"Databases\")");
       }
-    } else if (otherDriverLogged.compareAndSet(false, true)) {
+      if (open != null) {
+        for (IdempotencyKey key : keys) {
+          open.confirmAtCommit(key.consumerGroup(), key.value());
+        }
+        return;
+      }
+      List<MariaDbClaimCheck.Key> distinct = distinct(keys);
+      boolean held;
+      try {
+        held = claimCheck.allHeld(GuardedSession.unguarded(transaction).getConnection(), distinct);
+      } catch (SQLException e) {
+        throw new PersistenceException("the check that the transaction still holds its claims failed: "
+            + e.getMessage(), e);
+      }
+      if (!held) {
+        throw claimsLost(distinct);
+      }
+      return;
+    }
+    if (otherDriverLogged.compareAndSet(false, true)) {
       LOG.info("the connections are not pgjdbc's (org.postgresql.core.BaseConnection): each claim is"
           + " confirmed by a query after the handler (one more round trip), and a handler's SQL-text"
           + " COMMIT is not detected");
     }
-    Map<String, Object> params = new HashMap<>();
-    params.put("consumerGroup", key.consumerGroup());
-    params.put("key", key.value());
-    Boolean held = transaction.selectOne(existsStatement, params);
-    if (!Boolean.TRUE.equals(held)) {
-      throw new IllegalStateException("the claim of key '" + key.value() + "' is no longer held by"
-          + " its transaction (was the transaction ended by the handler?); nothing is applied");
+    for (IdempotencyKey key : keys) {
+      Map<String, Object> params = new HashMap<>();
+      params.put("consumerGroup", key.consumerGroup());
+      params.put("key", key.value());
+      Boolean held = transaction.selectOne(existsStatement, params);
+      if (!Boolean.TRUE.equals(held)) {
+        throw claimsLost(List.of(new MariaDbClaimCheck.Key(key.consumerGroup(), key.value())));
+      }
     }
+  }
+
+  private static List<MariaDbClaimCheck.Key> distinct(List<IdempotencyKey> keys) {
+    LinkedHashSet<MariaDbClaimCheck.Key> distinct = new LinkedHashSet<>();
+    for (IdempotencyKey key : keys) {
+      distinct.add(new MariaDbClaimCheck.Key(key.consumerGroup(), key.value()));
+    }
+    return new ArrayList<>(distinct);
+  }
+
+  /** The failure of a claim check that found markers missing: a handler failure. */
+  static IllegalStateException claimsLost(List<MariaDbClaimCheck.Key> keys) {
+    if (keys.size() == 1) {
+      return new IllegalStateException("the claim of key '" + keys.get(0).key() + "' is no longer held"
+          + " by its transaction (was the transaction rolled back under the handler — a deadlock it"
+          + " swallowed — or ended by it?); nothing is applied");
+    }
+    return new IllegalStateException("the claims of " + keys.size() + " keys (the first '"
+        + keys.get(0).key() + "') are no longer held by their transaction (was the transaction rolled"
+        + " back under a handler — a deadlock it swallowed — or ended by it?); nothing is applied");
   }
 
   /**

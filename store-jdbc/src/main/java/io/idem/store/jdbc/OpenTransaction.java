@@ -3,6 +3,7 @@ package io.idem.store.jdbc;
 import io.idem.spi.ClaimResult;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -128,6 +129,31 @@ final class OpenTransaction {
    */
   boolean isLockTimeoutRestored() {
     return lockTimeoutRestored;
+  }
+
+  /** Keys whose claims are to be checked with the COMMIT (MariaDB), in order, without repeats. */
+  private @Nullable LinkedHashSet<MariaDbClaimCheck.Key> toConfirm;
+
+  /**
+   * Records that the claim of {@code group}/{@code key} is to be confirmed with the COMMIT
+   * ({@link MyBatisProcessedEventStore#confirmClaim} on MariaDB): its marker is counted in the
+   * COMMIT's round trip ({@link MariaDbClaimCheck#checkAndCommit}).
+   */
+  void confirmAtCommit(String group, String key) {
+    if (toConfirm == null) {
+      toConfirm = new LinkedHashSet<>();
+    }
+    toConfirm.add(new MariaDbClaimCheck.Key(group, key));
+  }
+
+  /** The keys {@link #confirmAtCommit} recorded, in order; empty when none. */
+  List<MariaDbClaimCheck.Key> confirmedAtCommit() {
+    return toConfirm == null ? List.of() : new ArrayList<>(toConfirm);
+  }
+
+  /** Whether {@link #confirmAtCommit} recorded any key. */
+  boolean confirmsAtCommit() {
+    return toConfirm != null;
   }
 
   void answered(ClaimResult result) {
