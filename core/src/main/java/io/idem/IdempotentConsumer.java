@@ -372,7 +372,9 @@ public interface IdempotentConsumer<C> {
     }
 
     /**
-     * @throws IllegalStateException when the consumer group or the handler is missing
+     * @throws IllegalStateException when the consumer group or the handler is missing, or when
+     *     {@link #naturallyIdempotent} is set on a store whose claim check needs the marker
+     *     ({@link ProcessedEventStore#confirmsWithoutMarkers()}: store-jdbc on MariaDB)
      * @throws IllegalArgumentException when the consumer group is invalid
      */
     public IdempotentConsumer<C> build() {
@@ -387,6 +389,13 @@ public interface IdempotentConsumer<C> {
         throw new IllegalStateException("handler must be set, but was not");
       }
       Settings.positive("outageErrorAfter", outageErrorAfter);
+      if (naturallyIdempotent && !store.confirmsWithoutMarkers()) {
+        throw new IllegalStateException("naturallyIdempotent(true) does not go with this store ("
+            + store + "): it checks after each handler that the transaction still holds the"
+            + " message's marker, and a naturally idempotent pipeline writes none, so every message"
+            + " would fail and be redelivered for ever; keep the markers (the default) or run the"
+            + " option on PostgreSQL (docs/NATURAL-IDEMPOTENCY.md)");
+      }
       List<EnvelopeFormat> formats = new ArrayList<>();
       if (standardEnvelopes) {
         formats.add(EnvelopeFormat.standard());

@@ -67,6 +67,11 @@ public abstract class ForwardingProcessedEventStore<C> implements ProcessedEvent
   }
 
   @Override
+  public boolean confirmsWithoutMarkers() {
+    return delegate.confirmsWithoutMarkers();
+  }
+
+  @Override
   public boolean recordDeadLetter(IdempotencyKey key, DeadLetterDecision decision) {
     return delegate.recordDeadLetter(key, decision);
   }

@@ -207,6 +207,22 @@ public interface ProcessedEventStore<C> {
   }
 
   /**
+   * Whether {@link #confirmClaim} can check a transaction that claimed nothing: a naturally
+   * idempotent pipeline ({@code IdempotentConsumer.Builder#naturallyIdempotent}) writes no marker
+   * and still calls {@link #confirmClaim} after each handler, so a store that confirms by reading
+   * the marker would fail every such message, for ever. {@code IdempotentConsumer.Builder#build}
+   * refuses the option with a store that answers {@code false}.
+   *
+   * <p>The default answers {@code true}, since the default {@link #confirmClaim} checks nothing.
+   * store-jdbc answers {@code true} on PostgreSQL (pgjdbc's transaction state, no marker read) and
+   * {@code false} on MariaDB (it counts the markers with the COMMIT: docs/STORE.md, "Databases").
+   * Constant for a store instance; thread-safe.
+   */
+  default boolean confirmsWithoutMarkers() {
+    return true;
+  }
+
+  /**
    * Records, in its own short transaction committed before the adapter stores the dead-letter
    * copy, that the message of {@code key} is being dead-lettered for {@code decision}: the key's
    * marker is written with that outcome (docs/STORE.md, "Dead-letter decisions"), so that when the

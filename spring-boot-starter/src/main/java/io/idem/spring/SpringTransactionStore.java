@@ -251,6 +251,11 @@ public final class SpringTransactionStore implements ProcessedEventStore<SqlSess
     delegate.confirmClaims(transaction, keys);
   }
 
+  @Override
+  public boolean confirmsWithoutMarkers() {
+    return delegate.confirmsWithoutMarkers();
+  }
+
   /**
    * The attempt count, in store-jdbc's own short transaction outside any Spring transaction
    * (docs/FAILURES.md, "Attempts that survive the process"): committed before the handler runs.

@@ -1,6 +1,7 @@
 package io.idem.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.idem.IdempotencyKey;
 import io.idem.IdempotentConsumer;
@@ -9,6 +10,7 @@ import io.idem.KeySource;
 import io.idem.MessageHandler;
 import io.idem.ProcessingOutcome;
 import io.idem.spi.Acknowledgement;
+import io.idem.spi.ForwardingProcessedEventStore;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -76,4 +78,22 @@ class NaturallyIdempotentPipelineTest {
     assertThat(pipeline(true).process(message(null), ack)).isEqualTo(ProcessingOutcome.DEAD_LETTERED);
     assertThat(handled).isEmpty();
   }
+
+  /** A store whose claim check needs the marker refuses the option when the pipeline is built. */
+  @Test
+  void aStoreThatConfirmsByTheMarkerRefusesTheOptionAtBuild() {
+    ForwardingProcessedEventStore<InMemoryTransaction> markerChecking = new ForwardingProcessedEventStore<>(store) {
+      @Override
+      public boolean confirmsWithoutMarkers() {
+        return false;
+      }
+    };
+    assertThatThrownBy(() -> IdempotentConsumer.builder(markerChecking).consumerGroup("state")
+        .handler(recording).naturallyIdempotent(true).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("naturallyIdempotent(true) does not go with this store");
+    assertThat(IdempotentConsumer.builder(markerChecking).consumerGroup("state").handler(recording).build()
+        .process(message("o-2"), new RecordingAcknowledgement())).isEqualTo(ProcessingOutcome.PROCESSED);
+  }
+
 }

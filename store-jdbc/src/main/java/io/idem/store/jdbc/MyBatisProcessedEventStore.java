@@ -692,6 +692,17 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       confirmClaim(transaction, key);
     }
   }
+  /**
+   * {@code true} on PostgreSQL, where {@link #confirmClaim} reads pgjdbc's transaction state and
+   * needs no marker; {@code false} on MariaDB, where the claim check counts the transaction's
+   * markers with the COMMIT, so a naturally idempotent pipeline (no markers) is refused when it
+   * is built instead of failing every message.
+   */
+  @Override
+  public boolean confirmsWithoutMarkers() {
+    return dialect == Dialect.POSTGRESQL;
+  }
+
 
   private void confirmByQuery(SqlSession transaction, List<IdempotencyKey> keys) {
     if (dialect == Dialect.MARIADB) {

@@ -1,6 +1,7 @@
 package io.idem.store.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -202,4 +203,24 @@ class MariaDbSwallowedDeadlockIT {
       assertThat(store.isProcessed(new IdempotencyKey("swallow", run + "-" + i, KeySource.HEADER))).isTrue();
     }
   }
+
+  /**
+   * A naturally idempotent pipeline writes no marker, and MariaDB's claim check counts markers:
+   * refused when it is built (naming the option and the store), not failing every message.
+   */
+  @Test
+  void aNaturallyIdempotentPipelineIsRefusedWhenItIsBuilt() {
+    assertThat(store.confirmsWithoutMarkers()).isFalse();
+    IdempotentConsumer.Builder<SqlSession> builder = IdempotentConsumer.builder(store).consumerGroup("natural")
+        .naturallyIdempotent(true)
+        .handler((message, tx) -> StoreTests.execute(tx, "INSERT INTO effects VALUES ('natural')"));
+    assertThatThrownBy(builder::build)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("naturallyIdempotent(true)")
+        .hasMessageContaining("dialect=MARIADB")
+        .hasMessageContaining("PostgreSQL");
+    assertThat(IdempotentConsumer.builder(store).consumerGroup("natural")
+        .handler((message, tx) -> { }).build()).isNotNull();
+  }
+
 }
