@@ -153,13 +153,15 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
         }
         Result plain = results.get(results.size() - 4);
         Result idem = results.get(results.size() - 3);
-        System.out.printf(Locale.ROOT, "round %d idem/plain   %.2fx req/s, p99 %.2f ms vs %.2f ms%n", round,
-            idem.perSecond() / plain.perSecond(), idem.percentileMillis(99), plain.percentileMillis(99));
+        System.out.printf(Locale.ROOT, "round %d idem/plain   %.2fx req/s, p99 %.2f ms vs %.2f ms (load average %s)%n",
+            round, idem.perSecond() / plain.perSecond(), idem.percentileMillis(99), plain.percentileMillis(99),
+            loadAverage());
       }
       long orders = count(idemPool, "SELECT count(*) FROM orders");
       long markers = count(idemPool, "SELECT count(*) FROM idem_processed_events");
       System.out.println("orders " + orders + ", markers " + markers + ", stored responses "
-          + count(idemPool, "SELECT count(*) FROM idem_http_responses"));
+          + count(idemPool, "SELECT count(*) FROM idem_processed_events WHERE response_status IS NOT NULL")
+          + " (+ " + count(idemPool, "SELECT count(*) FROM idem_http_responses") + " in idem_http_responses)");
     } finally {
       tomcat.stop();
       tomcat.destroy();
@@ -289,6 +291,12 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
       }
       answer(request, response, id);
     }
+  }
+
+  /** The 1-minute load average of the machine (clients, Tomcat and PostgreSQL share it). */
+  private static String loadAverage() {
+    double load = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+    return load < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", load);
   }
 
   private static void execute(DataSource ds, String sql) throws SQLException {
