@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.regex.Matcher;
@@ -85,10 +86,10 @@ public final class ResponseTableSql {
    * This database's migrations, in order: {@link #MIGRATION_RESOURCE} and {@link
    * #IN_MARKERS_MIGRATION_RESOURCE}, or the MariaDB ones.
    */
-  public java.util.List<String> migrationResources() {
+  public List<String> migrationResources() {
     return dialect == Dialect.MARIADB
-        ? java.util.List.of(MARIADB_MIGRATION_RESOURCE, MARIADB_IN_MARKERS_MIGRATION_RESOURCE)
-        : java.util.List.of(MIGRATION_RESOURCE, IN_MARKERS_MIGRATION_RESOURCE);
+        ? List.of(MARIADB_MIGRATION_RESOURCE, MARIADB_IN_MARKERS_MIGRATION_RESOURCE)
+        : List.of(MIGRATION_RESOURCE, IN_MARKERS_MIGRATION_RESOURCE);
   }
 
   private static String checked(String setting, String name) {
