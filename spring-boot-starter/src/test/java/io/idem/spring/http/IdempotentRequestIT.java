@@ -80,7 +80,9 @@ class IdempotentRequestIT {
         "--spring.datasource.username=" + postgres.user(),
         "--spring.datasource.password=" + postgres.password(),
         "--spring.datasource.hikari.schema=" + SCHEMA,
-        "--spring.datasource.hikari.maximum-pool-size=6"));
+        "--spring.datasource.hikari.maximum-pool-size=6",
+        // a session value the claim must give back to the handler (not the server's default)
+        "--spring.datasource.hikari.connection-init-sql=SET lock_timeout = '5s'"));
     if (extra.stream().noneMatch(a -> a.startsWith("--idem.retention.enabled="))) {
       args.add("--idem.retention.enabled=false");
     }
@@ -124,6 +126,15 @@ class IdempotentRequestIT {
 
   private static long orders(String item) {
     return count("SELECT count(*) FROM orders WHERE item = '" + item + "'");
+  }
+
+  @Test
+  void theHandlersLockWaitsHaveTheConnectionsLockTimeoutNotTheClaims() {
+    // the claim keeps the session's 5s, claims under 1 ms and sets the 5s back in its own round trip
+    HttpResponse<String> answer = post("/lock-timeout", "{}", "Idempotency-Key", UUID.randomUUID().toString(),
+        "X-Client", "alice");
+    assertThat(answer.statusCode()).isEqualTo(200);
+    assertThat(answer.body()).isEqualTo("{\"lock_timeout\":\"5s\"}");
   }
 
   @Test
