@@ -410,6 +410,15 @@ class IdempotencyKeyEndpointIT {
   }
 
   @Test
+  void responsesOnAnotherProcessedEventsTableThanTheStoresAreRefused() {
+    JdbcStoredResponses elsewhere = JdbcStoredResponses.builder(db.dataSource)
+        .processedEventsTable("other_processed_events").verifyTable(false).build();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> IdempotencyKeyEndpoint.builder(db.store, elsewhere).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("other_processed_events").hasMessageContaining("idem_processed_events");
+  }
+
+  @Test
   void aResponseStoredBeforeTheResponseColumnsIsStillReplayedByteForByte() {
     String key = key();
     String client = "old-" + key;
