@@ -48,10 +48,14 @@ import picocli.CommandLine.Option;
  * answer), on one embedded Tomcat, one PostgreSQL, one load generator (java.net.http, a fixed
  * number of concurrent clients, each request with a new {@code Idempotency-Key}), in interleaved
  * rounds of one invocation. {@code idem} costs 3 round trips to PostgreSQL per request, {@code
- * plain} 2. Two more variants: {@code idem-reset}, the endpoint on a store whose claim keeps its
- * lock timeout for the transaction (the stored responses reset it before the handler: 4 round
- * trips), and {@code idem-replay}, keys already answered: the replay path (claim finds the key,
- * stored response read). BENCHMARKS.md, "HTTP".
+ * plain} 2. Three more variants: {@code idem-table}, the same endpoint storing its responses as
+ * before V9 (a row of {@code idem_http_responses} with its foreign key to the marker, instead of
+ * an UPDATE of the marker: 3 round trips too); {@code idem-reset}, the endpoint on a store whose
+ * claim keeps its lock timeout for the transaction (the stored responses reset it before the
+ * handler: 4 round trips); and {@code idem-replay}, keys already answered: the replay path (claim
+ * finds the key, stored response read). Besides requests/s and latency, the CPU time per request
+ * of this JVM (clients and Tomcat) and of the variant's PostgreSQL backends (read from {@code
+ * /proc}, when PostgreSQL runs on this machine). BENCHMARKS.md, "HTTP".
  */
 @Command(name = "HttpEndpointBenchmark", mixinStandardHelpOptions = true)
 public final class HttpEndpointBenchmark implements Callable<Integer> {
@@ -76,8 +80,20 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
     System.exit(new CommandLine(new HttpEndpointBenchmark()).execute(args));
   }
 
-  /** One variant's figures of one round. */
-  record Result(String variant, long requests, long failures, double seconds, long[] latenciesNanos) {
+  /**
+   * One variant's figures of one round; CPU nanoseconds of this JVM and of the variant's
+   * PostgreSQL backends ({@code -1} when unknown) over the measured seconds.
+   */
+  record Result(String variant, long requests, long failures, double seconds, long[] latenciesNanos,
+      long jvmCpuNanos, long postgresCpuNanos) {
+    String cpuPerRequest() {
+      if (requests == 0) {
+        return "n/a";
+      }
+      return String.format(Locale.ROOT, "CPU/request JVM %4.0f us, PostgreSQL %s", jvmCpuNanos / 1e3 / requests,
+          postgresCpuNanos < 0 ? "n/a" : String.format(Locale.ROOT, "%4.0f us", postgresCpuNanos / 1e3 / requests));
+    }
+
     double perSecond() {
       return requests / seconds;
     }
@@ -129,6 +145,12 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
     Tomcat.addServlet(context, "idem-reset", resetting.servlet((request, response, session) ->
         answer(request, response, insert(session.getConnection(), request))));
     context.addServletMappingDecoded("/idem-reset/orders", "idem-reset");
+    // the same endpoint storing its responses as before V9: a row of idem_http_responses per key
+    IdempotencyKeyEndpoint<SqlSession> table = IdempotencyKeyEndpoint.builder(store, new TableResponses(idemPool))
+        .consumerGroup("bench-table").clientResolver(ClientResolver.header("X-Client")).build();
+    Tomcat.addServlet(context, "idem-table", table.servlet((request, response, session) ->
+        answer(request, response, insert(session.getConnection(), request))));
+    context.addServletMappingDecoded("/idem-table/orders", "idem-table");
     Tomcat.addServlet(context, "plain", new PlainServlet(plainPool));
     context.addServletMappingDecoded("/plain/orders", "plain");
     tomcat.start();
@@ -137,29 +159,39 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
         + Postgres.settings(postgres.jdbcUrl(), postgres.user(), postgres.password()) + "); " + concurrency
         + " concurrent clients, pools of " + pool + ", " + rounds + " rounds of " + seconds + " s per variant;"
         + " Java " + System.getProperty("java.version") + ", " + Runtime.getRuntime().availableProcessors() + " CPUs");
+    backends.put("plain", backendPids(plainPool));
+    List<Integer> idemBackends = backendPids(idemPool);
+    for (String variant : List.of("idem", "idem-table", "idem-reset", "idem-replay")) {
+      backends.put(variant, idemBackends);
+    }
     List<String> replayKeys = new ArrayList<>();
     try {
-      for (String variant : List.of("plain", "idem")) {
+      for (String variant : List.of("plain", "idem", "idem-table")) {
         load(server, variant, warmupSeconds, replayKeys);
       }
       List<Result> results = new ArrayList<>();
       for (int round = 1; round <= rounds; round++) {
-        for (String variant : List.of("plain", "idem", "idem-reset", "idem-replay")) {
+        List<String> variants = List.of("plain", "idem", "idem-table", "idem-reset", "idem-replay");
+        for (String variant : variants) {
           Result result = load(server, variant, seconds, replayKeys);
           results.add(result);
-          System.out.printf(Locale.ROOT, "round %d %-12s %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d failed)%n",
+          System.out.printf(Locale.ROOT, "round %d %-12s %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d failed)  %s%n",
               round, variant, result.perSecond(), result.percentileMillis(50), result.percentileMillis(99),
-              result.requests(), result.failures());
+              result.requests(), result.failures(), result.cpuPerRequest());
         }
-        Result plain = results.get(results.size() - 4);
-        Result idem = results.get(results.size() - 3);
-        System.out.printf(Locale.ROOT, "round %d idem/plain   %.2fx req/s, p99 %.2f ms vs %.2f ms%n", round,
-            idem.perSecond() / plain.perSecond(), idem.percentileMillis(99), plain.percentileMillis(99));
+        Result plain = results.get(results.size() - variants.size());
+        Result idem = results.get(results.size() - variants.size() + 1);
+        Result idemTable = results.get(results.size() - variants.size() + 2);
+        System.out.printf(Locale.ROOT, "round %d idem/plain   %.2fx req/s, p99 %.2f ms vs %.2f ms;"
+            + " idem-table/plain %.2fx, p99 %.2f ms (load average %s)%n",
+            round, idem.perSecond() / plain.perSecond(), idem.percentileMillis(99), plain.percentileMillis(99),
+            idemTable.perSecond() / plain.perSecond(), idemTable.percentileMillis(99), loadAverage());
       }
       long orders = count(idemPool, "SELECT count(*) FROM orders");
       long markers = count(idemPool, "SELECT count(*) FROM idem_processed_events");
       System.out.println("orders " + orders + ", markers " + markers + ", stored responses "
-          + count(idemPool, "SELECT count(*) FROM idem_http_responses"));
+          + count(idemPool, "SELECT count(*) FROM idem_processed_events WHERE response_status IS NOT NULL")
+          + " (+ " + count(idemPool, "SELECT count(*) FROM idem_http_responses") + " in idem_http_responses)");
     } finally {
       tomcat.stop();
       tomcat.destroy();
@@ -175,6 +207,9 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
     HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(Duration.ofSeconds(5)).build();
     URI uri = server.resolve(variant.equals("idem-replay") ? "/idem/orders" : "/" + variant + "/orders");
+    List<Integer> pids = backends.getOrDefault(variant, List.of());
+    long jvmCpu0 = jvmCpuNanos();
+    long pgCpu0 = cpuNanos(pids);
     long end = System.nanoTime() + Duration.ofSeconds(seconds).toNanos();
     AtomicLong failures = new AtomicLong();
     List<String> keysSeen = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -230,12 +265,15 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
       all.add(run.get());
     }
     double elapsed = (System.nanoTime() - started) / 1e9;
+    long jvmCpu = jvmCpuNanos() - jvmCpu0;
+    long pgCpu1 = cpuNanos(pids);
+    long pgCpu = pgCpu0 < 0 || pgCpu1 < 0 ? -1 : pgCpu1 - pgCpu0;
     clients.shutdown();
     if (variant.equals("idem") && replayKeys.isEmpty()) {
       replayKeys.addAll(keysSeen);
     }
     long[] latencies = all.stream().flatMapToLong(Arrays::stream).toArray();
-    return new Result(variant, latencies.length, failures.get(), elapsed, latencies);
+    return new Result(variant, latencies.length, failures.get(), elapsed, latencies, jvmCpu, pgCpu);
   }
 
   /** One INSERT of the order; its id. */
@@ -289,6 +327,114 @@ public final class HttpEndpointBenchmark implements Callable<Integer> {
       }
       answer(request, response, id);
     }
+  }
+
+  /** The PostgreSQL backend pids of each variant's pool. */
+  private final java.util.Map<String, List<Integer>> backends = new java.util.HashMap<>();
+
+  /**
+   * The backend pids of every connection of {@code pool}: all {@link #pool} connections borrowed
+   * at once, so each is a distinct one (HikariCP keeps them for the run: maxLifetime 30 min).
+   */
+  private List<Integer> backendPids(DataSource pool) throws SQLException {
+    List<Connection> held = new ArrayList<>();
+    List<Integer> pids = new ArrayList<>();
+    try {
+      for (int i = 0; i < this.pool; i++) {
+        Connection c = pool.getConnection();
+        held.add(c);
+        try (var s = c.createStatement(); var rows = s.executeQuery("SELECT pg_backend_pid()")) {
+          rows.next();
+          pids.add(rows.getInt(1));
+        }
+      }
+    } finally {
+      for (Connection c : held) {
+        c.close();
+      }
+    }
+    return pids;
+  }
+
+  /** This JVM's CPU time (all threads: the clients, Tomcat, the pools). */
+  private static long jvmCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+        .getOperatingSystemMXBean()).getProcessCpuTime();
+  }
+
+  /** The CPU time (user + system) of these processes from /proc, or -1 when one cannot be read. */
+  private static long cpuNanos(List<Integer> pids) {
+    if (pids.isEmpty()) {
+      return -1;
+    }
+    long ticks = 0;
+    for (int pid : pids) {
+      try {
+        String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime, stime
+      } catch (IOException | RuntimeException e) {
+        return -1;
+      }
+    }
+    return ticks * 10_000_000L; // USER_HZ 100 on Linux
+  }
+
+  /**
+   * The stored responses as before V9: a row of {@code idem_http_responses} per key (with its
+   * foreign key to the marker), inserted in the COMMIT's round trip, read on a connection of its
+   * own — for the {@code idem-table} variant only.
+   */
+  static final class TableResponses implements io.idem.http.spi.StoredResponses<SqlSession> {
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+    private final DataSource dataSource;
+
+    TableResponses(DataSource dataSource) {
+      this.dataSource = dataSource;
+    }
+
+    @Override
+    public void save(SqlSession transaction, io.idem.IdempotencyKey key, io.idem.http.spi.StoredResponse response) {
+      try {
+        List<List<String>> pairs = new ArrayList<>();
+        for (var h : response.headers()) {
+          pairs.add(List.of(h.name(), h.value()));
+        }
+        MyBatisProcessedEventStore.executeBeforeCommit(transaction,
+            "INSERT INTO idem_http_responses (consumer_group, idempotency_key, status, headers, body)"
+                + " VALUES (?, ?, ?, ?, ?)", key.consumerGroup(), key.value(), response.status(),
+            JSON.writeValueAsString(pairs), response.body());
+      } catch (SQLException | IOException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    @Override
+    public io.idem.http.spi.@org.jspecify.annotations.Nullable StoredResponse find(io.idem.IdempotencyKey key) {
+      try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
+          "SELECT status, headers, body FROM idem_http_responses WHERE consumer_group = ? AND idempotency_key = ?")) {
+        s.setString(1, key.consumerGroup());
+        s.setString(2, key.value());
+        try (var rows = s.executeQuery()) {
+          if (!rows.next()) {
+            return null;
+          }
+          List<io.idem.http.spi.StoredResponse.Header> headers = new ArrayList<>();
+          for (String[] pair : JSON.readValue(rows.getString(2), String[][].class)) {
+            headers.add(new io.idem.http.spi.StoredResponse.Header(pair[0], pair[1]));
+          }
+          return new io.idem.http.spi.StoredResponse(rows.getInt(1), headers, rows.getBytes(3));
+        }
+      } catch (SQLException | IOException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+  }
+
+  /** The 1-minute load average of the machine (clients, Tomcat and PostgreSQL share it). */
+  private static String loadAverage() {
+    double load = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+    return load < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", load);
   }
 
   private static void execute(DataSource ds, String sql) throws SQLException {

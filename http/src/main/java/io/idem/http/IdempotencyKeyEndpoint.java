@@ -25,6 +25,7 @@ import io.idem.http.spi.StoredResponse;
 import io.idem.http.spi.StoredResponses;
 import io.idem.spi.ProcessedEventStore;
 import io.idem.spi.Settings;
+import io.idem.store.jdbc.MyBatisProcessedEventStore;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -563,8 +564,17 @@ public final class IdempotencyKeyEndpoint<C> {
 
     /**
      * @throws IllegalArgumentException when a limit is out of range or the consumer group invalid
+     * @throws IllegalStateException when the responses are a {@link JdbcStoredResponses} on another
+     *     processed-events table than the store's (a response is stored in its key's marker)
      */
     public IdempotencyKeyEndpoint<C> build() {
+      if (store instanceof MyBatisProcessedEventStore myBatis
+          && responses instanceof JdbcStoredResponses jdbc
+          && !jdbc.processedEventsTableName().equals(myBatis.tableName())) {
+        throw new IllegalStateException("the stored responses are on processed-events table "
+            + jdbc.processedEventsTableName() + " but the store's is " + myBatis.tableName()
+            + ": a response is stored in its key's marker (JdbcStoredResponses.Builder#processedEventsTable)");
+      }
       Settings.inRange("maxKeyLength", maxKeyLength, 1, IdempotencyKey.MAX_LENGTH);
       Settings.inRange("maxBodyBytes", maxBodyBytes, 1, Integer.MAX_VALUE - 1);
       Settings.atLeast("maxResponseBytes", maxResponseBytes, 1);

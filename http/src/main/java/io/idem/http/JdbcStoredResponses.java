@@ -25,19 +25,22 @@ import org.apache.ibatis.session.SqlSessionFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The stored-response table ({@code idem_http_responses}, migration {@value
- * ResponseTableSql#MIGRATION_RESOURCE} in {@code idem-store-jdbc}; on MariaDB {@value
- * ResponseTableSql#MARIADB_MIGRATION_RESOURCE}) on PostgreSQL or MariaDB, for a store whose
- * transaction context is a MyBatis {@link SqlSession}: store-jdbc's {@link
- * MyBatisProcessedEventStore}, or the Spring starter's store. Its statements run on the session's
- * own connection inside the claiming transaction (plain JDBC, so they work whatever mappers the
- * session's factory has) — on a store-jdbc transaction on pgjdbc the INSERT in the COMMIT's round
- * trip, so that a new key costs 3 round trips with {@link #processedEventStore} (docs/HTTP.md,
- * "Round trips"); {@link #find} and the start-up checks run on the {@link DataSource}.
+ * The stored responses on PostgreSQL or MariaDB, for a store whose transaction context is a MyBatis
+ * {@link SqlSession}: store-jdbc's {@link MyBatisProcessedEventStore}, or the Spring starter's
+ * store. A response is stored in its key's own processed-events marker (columns {@code
+ * response_status}, {@code response_headers}, {@code response_body}: migration {@value
+ * ResponseTableSql#IN_MARKERS_MIGRATION_RESOURCE} in {@code idem-store-jdbc}, on MariaDB {@value
+ * ResponseTableSql#MARIADB_IN_MARKERS_MIGRATION_RESOURCE}), by an UPDATE of the row the claim of
+ * the same transaction inserted; responses stored before that migration are read from the table
+ * {@code idem_http_responses} ({@value ResponseTableSql#MIGRATION_RESOURCE}, {@value
+ * ResponseTableSql#MARIADB_MIGRATION_RESOURCE}). The UPDATE runs on the session's own connection
+ * inside the claiming transaction (plain JDBC, so it works whatever mappers the session's factory
+ * has) — on a store-jdbc transaction on pgjdbc in the COMMIT's round trip, so that a new key costs
+ * 3 round trips with {@link #processedEventStore} (docs/HTTP.md, "Round trips"); {@link #find}
+ * and the start-up checks run on the {@link DataSource}.
  *
- * <p>Each row references its key's processed-events marker ({@code ON DELETE CASCADE}): the
- * store's {@code RetentionJob} purging a marker purges its response, so responses live exactly
- * as long as markers (docs/HTTP.md, "Retention").
+ * <p>Being the marker's own row, a response lives exactly as long as its marker: the store's
+ * {@code RetentionJob} purging a marker purges its response (docs/HTTP.md, "Retention").
  *
  * <p>Thread-safe.
  */
@@ -91,9 +94,17 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
         .restoreLockTimeoutAfterClaim(true);
   }
 
-  /** The table, lower-cased. */
+  /**
+   * The table of responses stored before {@value ResponseTableSql#IN_MARKERS_MIGRATION_RESOURCE}
+   * (still read, never written), lower-cased.
+   */
   public String tableName() {
     return sql.table();
+  }
+
+  /** The processed-events table whose markers hold the responses, lower-cased. */
+  public String processedEventsTableName() {
+    return sql.markerTable();
   }
 
   /** The database the statements are written for: {@link Builder#dialect}, or read at {@link Builder#build()}. */
@@ -121,19 +132,19 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
   }
 
   /**
-   * The INSERT, sent in the COMMIT's round trip on PostgreSQL ({@link
-   * MyBatisProcessedEventStore#executeBeforeCommit}: it commits with the marker or not at all, and
-   * its failure fails the transaction at the commit); at once elsewhere (MariaDB, another driver, a
-   * session the store did not open).
+   * The UPDATE of the key's marker (inserted by the claim of {@code transaction}), sent in the
+   * COMMIT's round trip on PostgreSQL ({@link MyBatisProcessedEventStore#executeBeforeCommit}: it
+   * commits with the marker or not at all, and its failure fails the transaction at the commit);
+   * at once elsewhere (MariaDB, another driver, a session the store did not open).
    */
   @Override
   public void save(SqlSession transaction, IdempotencyKey key, StoredResponse response) {
     try {
-      MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.insert(), key.consumerGroup(),
-          key.value(), response.status(), headersJson(response.headers()), response.body());
+      MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.store(), response.status(),
+          headersJson(response.headers()), response.body(), key.consumerGroup(), key.value());
     } catch (SQLException e) {
       throw new IllegalStateException("could not store the response of key '" + key.value() + "' in "
-          + sql.table() + ": " + e.getMessage(), e);
+          + sql.markerTable() + ": " + e.getMessage(), e);
     }
   }
 
@@ -147,11 +158,15 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
         if (!rows.next()) {
           return null;
         }
-        return new StoredResponse(rows.getInt(1), headers(rows.getString(2)), rows.getBytes(3));
+        int status = rows.getInt(1);
+        if (rows.wasNull()) {
+          return null;
+        }
+        return new StoredResponse(status, headers(rows.getString(2)), rows.getBytes(3));
       }
     } catch (SQLException | RuntimeException e) {
       throw SqlFailures.failure("could not read the stored response of key '" + key.value() + "' from "
-          + sql.table(), e);
+          + sql.markerTable(), e);
     }
   }
 
@@ -203,8 +218,8 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
         c.setAutoCommit(autoCommit);
       }
     } catch (SQLException | RuntimeException e) {
-      throw SqlFailures.failure("could not create " + sql.table()
-          + " (does the processed-events table exist? create the store first)", e);
+      throw SqlFailures.failure("could not create " + sql.table() + " or the response columns of "
+          + sql.markerTable() + " (does the processed-events table exist? create the store first)", e);
     }
   }
 
@@ -251,8 +266,9 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
     } catch (SQLException | RuntimeException e) {
-      throw SqlFailures.failure(sql.table() + " is missing or misshapen (apply "
-          + sql.migrationResource() + ", or createTableIfMissing(true))", e);
+      throw SqlFailures.failure(sql.markerTable() + "'s response columns or " + sql.table()
+          + " are missing or misshapen (apply " + String.join(" and ", sql.migrationResources())
+          + ", or createTableIfMissing(true))", e);
     }
   }
 
@@ -275,15 +291,21 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** Default {@value JdbcStoredResponses#DEFAULT_TABLE}; {@code table} or {@code schema.table}. */
+    /**
+     * The table of responses stored before {@value ResponseTableSql#IN_MARKERS_MIGRATION_RESOURCE}
+     * ({@value ResponseTableSql#MIGRATION_RESOURCE}), read when a marker holds no response, never
+     * written. Default {@value JdbcStoredResponses#DEFAULT_TABLE}; {@code table} or {@code
+     * schema.table}.
+     */
     public Builder tableName(String value) {
       this.tableName = Objects.requireNonNull(value, "tableName");
       return this;
     }
 
     /**
-     * The store's processed-events table, which the responses' foreign key references (only used
-     * by {@link #createTableIfMissing}); default {@value MyBatisProcessedEventStore#DEFAULT_TABLE}.
+     * The store's processed-events table, whose markers hold the responses (and which the old
+     * table's foreign key references); default {@value MyBatisProcessedEventStore#DEFAULT_TABLE}.
+     * It must be the store's: {@link IdempotencyKeyEndpoint.Builder#build()} refuses another.
      */
     public Builder processedEventsTable(String value) {
       this.processedEventsTable = Objects.requireNonNull(value, "processedEventsTable");
@@ -291,8 +313,10 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
 
     /**
-     * Default {@code false}. {@code true} runs the migration ({@code CREATE TABLE IF NOT EXISTS},
-     * under store-jdbc's schema advisory lock) when {@link #build()} is called; the
+     * Default {@code false}. {@code true} runs the migrations ({@value
+     * ResponseTableSql#MIGRATION_RESOURCE}'s {@code CREATE TABLE IF NOT EXISTS} and {@value
+     * ResponseTableSql#IN_MARKERS_MIGRATION_RESOURCE}'s {@code ADD COLUMN IF NOT EXISTS}, under
+     * store-jdbc's schema lock; the MariaDB ones on MariaDB) when {@link #build()} is called; the
      * processed-events table must exist first (build the store first).
      */
     public Builder createTableIfMissing(boolean value) {

@@ -333,7 +333,8 @@ class IdempotencyKeyEndpointIT {
     assertThat(busy.statusCode()).isEqualTo(503);
     assertThat(text(busy)).isEqualTo("busy");
     assertThat(orders(client)).isZero();
-    assertThat(db.count("SELECT count(*) FROM idem_http_responses WHERE idempotency_key LIKE '%" + key + "'")).isZero();
+    assertThat(db.count("SELECT count(*) FROM idem_processed_events WHERE response_status IS NOT NULL"
+        + " AND idempotency_key LIKE '%" + key + "'")).isZero();
   }
 
   @Test
@@ -409,12 +410,52 @@ class IdempotencyKeyEndpointIT {
   }
 
   @Test
+  void responsesOnAnotherProcessedEventsTableThanTheStoresAreRefused() {
+    JdbcStoredResponses elsewhere = JdbcStoredResponses.builder(db.dataSource)
+        .processedEventsTable("other_processed_events").verifyTable(false).build();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> IdempotencyKeyEndpoint.builder(db.store, elsewhere).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("other_processed_events").hasMessageContaining("idem_processed_events");
+  }
+
+  @Test
+  void aResponseStoredBeforeTheResponseColumnsIsStillReplayedByteForByte() {
+    String key = key();
+    String client = "old-" + key;
+    HttpResponse<byte[]> first = post(server.uri("/orders"), "{\"amount\":1}", "Idempotency-Key", key, "X-Client", client);
+    String where = " WHERE consumer_group = 'orders-api' AND idempotency_key = '" + client + ":" + key + "'";
+    movedToTheOldTable(where);
+
+    HttpResponse<byte[]> second = post(server.uri("/orders"), "{\"amount\":1}", "Idempotency-Key", key, "X-Client", client);
+    assertThat(second.statusCode()).isEqualTo(201);
+    assertThat(second.body()).isEqualTo(first.body());
+    assertThat(second.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
+    assertThat(second.headers().firstValue(IdempotencyKeyEndpoint.REPLAYED_HEADER)).hasValue("true");
+    assertThat(orders(client)).isEqualTo(1);
+  }
+
+  /** The key's stored response as a release before V9 stored it: a row of idem_http_responses. */
+  private static void movedToTheOldTable(String where) {
+    db.update("INSERT INTO idem_http_responses (consumer_group, idempotency_key, status, headers, body)"
+        + " SELECT consumer_group, idempotency_key, response_status, response_headers, response_body"
+        + " FROM idem_processed_events" + where);
+    db.update("UPDATE idem_processed_events SET response_status = NULL, response_headers = NULL,"
+        + " response_body = NULL" + where);
+  }
+
+  @Test
   void theRetentionJobPurgesStoredResponsesWithTheirMarkers() {
     String key = key();
     String client = "ret-" + key;
     post(server.uri("/orders"), "{\"amount\":1}", "Idempotency-Key", key, "X-Client", client);
     String where = " WHERE consumer_group = 'orders-api' AND idempotency_key = '" + client + ":" + key + "'";
-    assertThat(db.count("SELECT count(*) FROM idem_http_responses" + where)).isEqualTo(1);
+    assertThat(db.count("SELECT count(*) FROM idem_processed_events" + where + " AND response_status = 201"))
+        .isEqualTo(1);
+    String oldKey = key();
+    post(server.uri("/orders"), "{\"amount\":1}", "Idempotency-Key", oldKey, "X-Client", client);
+    String oldWhere = " WHERE consumer_group = 'orders-api' AND idempotency_key = '" + client + ":" + oldKey + "'";
+    movedToTheOldTable(oldWhere);
+    assertThat(db.count("SELECT count(*) FROM idem_http_responses" + oldWhere)).isEqualTo(1);
 
     Duration retryWindow = Duration.ofHours(24);
     RetentionJob job = RetentionJob.builder(db.store)
@@ -425,7 +466,8 @@ class IdempotencyKeyEndpointIT {
     job.purgeExpired();
 
     assertThat(db.count("SELECT count(*) FROM idem_processed_events" + where)).isZero();
-    assertThat(db.count("SELECT count(*) FROM idem_http_responses" + where)).isZero();
+    assertThat(db.count("SELECT count(*) FROM idem_processed_events" + oldWhere)).isZero();
+    assertThat(db.count("SELECT count(*) FROM idem_http_responses" + oldWhere)).as("deleted with its marker").isZero();
   }
 
   @Test

@@ -117,7 +117,8 @@ class IdempotencyKeyMisbehavingHandlerIT {
   }
 
   private static long responses(String client) {
-    return db.count("SELECT count(*) FROM idem_http_responses WHERE idempotency_key LIKE '" + client + ":%'");
+    return db.count("SELECT count(*) FROM idem_processed_events WHERE response_status IS NOT NULL"
+        + " AND idempotency_key LIKE '" + client + ":%'");
   }
 
   private static int runs(String client) {

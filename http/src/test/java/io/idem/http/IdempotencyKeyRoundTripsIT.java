@@ -113,7 +113,7 @@ class IdempotencyKeyRoundTripsIT {
         .contains("BEGIN").contains("WITH ins AS").contains("idem.lock_timeout_before_claim");
     assertThat(String.join("\n", trips.get(1))).contains("INSERT INTO orders");
     assertThat(String.join("\n", trips.get(2))).as("the COMMIT's round trip: %s", trips.get(2))
-        .contains("INSERT INTO idem_http_responses").contains("txid_current_if_assigned").contains("COMMIT");
+        .contains("UPDATE idem_processed_events SET response_status").contains("txid_current_if_assigned").contains("COMMIT");
     assertThat(PgjdbcRoundTrips.queries(sent)).as("no lock-timeout reset of its own")
         .noneMatch(q -> q.contains("SET LOCAL lock_timeout"));
 

@@ -121,7 +121,7 @@ class MariaDbIdempotencyKeyEndpointIT {
     assertThat(second.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
     assertThat(second.headers().firstValue(IdempotencyKeyEndpoint.REPLAYED_HEADER)).hasValue("true");
     assertThat(orders(client)).isEqualTo(1);
-    assertThat(count("SELECT count(*) FROM idem_http_responses WHERE idempotency_key = '"
+    assertThat(count("SELECT count(*) FROM idem_processed_events WHERE response_status = 201 AND idempotency_key = '"
         + IdempotencyKeyEndpoint.scoped(client, key) + "'")).isEqualTo(1);
   }
 
@@ -166,7 +166,7 @@ class MariaDbIdempotencyKeyEndpointIT {
     assertThat(failed.statusCode()).isEqualTo(500);
     assertThat(text(failed)).contains("handler-failed");
     assertThat(orders(client)).isZero();
-    assertThat(count("SELECT count(*) FROM idem_http_responses WHERE idempotency_key = '"
+    assertThat(count("SELECT count(*) FROM idem_processed_events WHERE response_status IS NOT NULL AND idempotency_key = '"
         + IdempotencyKeyEndpoint.scoped(client, key) + "'")).isZero();
     // nothing is left of the failed request: the key is free, the next request with it is applied
     HttpResponse<byte[]> retried = order(key, client, "{\"amount\":3}");
@@ -193,14 +193,27 @@ class MariaDbIdempotencyKeyEndpointIT {
   }
 
   @Test
-  void aStoredResponseIsDeletedWithItsMarker() throws SQLException {
+  void aResponseStoredBeforeTheResponseColumnsIsReplayedByteForByteAndDeletedWithItsMarker() throws SQLException {
     String key = UUID.randomUUID().toString();
     String client = "c-" + key;
-    assertThat(order(key, client, "{\"amount\":1}").statusCode()).isEqualTo(201);
+    HttpResponse<byte[]> first = order(key, client, "{\"amount\":1}");
+    assertThat(first.statusCode()).isEqualTo(201);
     String scoped = IdempotencyKeyEndpoint.scoped(client, key);
-    update("DELETE FROM idem_processed_events WHERE consumer_group = 'orders-api' AND idempotency_key = '"
-        + scoped + "'");
-    assertThat(count("SELECT count(*) FROM idem_http_responses WHERE idempotency_key = '" + scoped + "'"))
-        .isZero();
+    String where = " WHERE consumer_group = 'orders-api' AND idempotency_key = '" + scoped + "'";
+    // as a release before V9 stored it: a row of idem_http_responses, none in the marker
+    update("INSERT INTO idem_http_responses (consumer_group, idempotency_key, status, headers, body)"
+        + " SELECT consumer_group, idempotency_key, response_status, response_headers, response_body"
+        + " FROM idem_processed_events" + where);
+    update("UPDATE idem_processed_events SET response_status = NULL, response_headers = NULL,"
+        + " response_body = NULL" + where);
+
+    HttpResponse<byte[]> second = order(key, client, "{\"amount\":1}");
+    assertThat(second.statusCode()).isEqualTo(201);
+    assertThat(second.body()).isEqualTo(first.body());
+    assertThat(second.headers().firstValue(IdempotencyKeyEndpoint.REPLAYED_HEADER)).hasValue("true");
+    assertThat(orders(client)).isEqualTo(1);
+
+    update("DELETE FROM idem_processed_events" + where);
+    assertThat(count("SELECT count(*) FROM idem_http_responses" + where)).isZero();
   }
 }

@@ -5,23 +5,31 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Every SQL statement of the stored-response table, in one place, per database (store-jdbc's
- * {@link Dialect}: PostgreSQL and MariaDB; plain SQL, so that a port to another database changes
- * this class and adds a migration): the insert in the claiming transaction, the read of a repeat,
- * the start-up probe, the lock-timeout reset before the handler (PostgreSQL), the schema lock,
- * and the migration script with the table names substituted. Immutable.
+ * Every SQL statement of the stored responses, in one place, per database (store-jdbc's {@link
+ * Dialect}: PostgreSQL and MariaDB; plain SQL, so that a port to another database changes this
+ * class and adds a migration): the UPDATE of the marker's response columns in the claiming
+ * transaction ({@value #IN_MARKERS_MIGRATION_RESOURCE}), the read of a repeat (the marker's
+ * columns, or the row of the table {@value #DEFAULT_TABLE} for responses stored before that
+ * migration), the start-up probe, the lock-timeout reset before the handler (PostgreSQL), the
+ * schema lock, and the migration scripts with the table names substituted. Immutable.
  */
 public final class ResponseTableSql {
   /** The PostgreSQL migration next to store-jdbc's: {@value}. */
   public static final String MIGRATION_RESOURCE = "db/migration/idem/V6__http_responses.sql";
   /** The MariaDB migration next to store-jdbc's: {@value}. */
   public static final String MARIADB_MIGRATION_RESOURCE = "db/migration/idem-mariadb/V6__http_responses.sql";
+  /** The PostgreSQL migration adding the response columns to the marker table: {@value}. */
+  public static final String IN_MARKERS_MIGRATION_RESOURCE = "db/migration/idem/V9__http_responses_in_markers.sql";
+  /** The MariaDB migration adding the response columns to the marker table: {@value}. */
+  public static final String MARIADB_IN_MARKERS_MIGRATION_RESOURCE =
+      "db/migration/idem-mariadb/V9__http_responses_in_markers.sql";
   /** MariaDB's named lock of store-jdbc's schema scripts ({@code GET_LOCK}): {@value}. */
   static final String MARIADB_SCHEMA_LOCK = "idem_schema";
   /** Seconds a MariaDB start-up waits for that lock, as store-jdbc's: {@value}. */
@@ -74,9 +82,14 @@ public final class ResponseTableSql {
     return dialect;
   }
 
-  /** This database's migration: {@link #MIGRATION_RESOURCE} or {@link #MARIADB_MIGRATION_RESOURCE}. */
-  public String migrationResource() {
-    return dialect == Dialect.MARIADB ? MARIADB_MIGRATION_RESOURCE : MIGRATION_RESOURCE;
+  /**
+   * This database's migrations, in order: {@link #MIGRATION_RESOURCE} and {@link
+   * #IN_MARKERS_MIGRATION_RESOURCE}, or the MariaDB ones.
+   */
+  public List<String> migrationResources() {
+    return dialect == Dialect.MARIADB
+        ? List.of(MARIADB_MIGRATION_RESOURCE, MARIADB_IN_MARKERS_MIGRATION_RESOURCE)
+        : List.of(MIGRATION_RESOURCE, IN_MARKERS_MIGRATION_RESOURCE);
   }
 
   private static String checked(String setting, String name) {
@@ -99,25 +112,50 @@ public final class ResponseTableSql {
     return table;
   }
 
-  public String insert() {
-    return "INSERT INTO " + table + " (consumer_group, idempotency_key, status, headers, body)"
-        + " VALUES (?, ?, ?, ?, ?)";
+  /** The processed-events table, lower-cased. */
+  public String markerTable() {
+    return markerTable;
   }
 
-  public String select() {
-    return "SELECT status, headers, body FROM " + table
+  /**
+   * The response stored in the key's marker, which the claim of the same transaction inserted:
+   * parameters status, headers (JSON), body, consumer group, key. It changes no indexed column (on
+   * PostgreSQL a HOT update when the marker's page has room).
+   */
+  public String store() {
+    return "UPDATE " + markerTable + " SET response_status = ?, response_headers = ?, response_body = ?"
         + " WHERE consumer_group = ? AND idempotency_key = ?";
   }
 
-  /** Reads no row; fails when the table or a column is missing. */
-  public String probe() {
-    return "SELECT consumer_group, idempotency_key, status, headers, body, stored_at FROM " + table
-        + " WHERE false";
+  /**
+   * The stored response of a key (parameters consumer group, key): the marker's columns, or, for a
+   * response stored before {@value #IN_MARKERS_MIGRATION_RESOURCE}, its row of {@link #table()};
+   * status {@code NULL} when there is neither. One row at most: both are keyed by the primary key.
+   */
+  public String select() {
+    return "SELECT coalesce(m.response_status, r.status),"
+        + " CASE WHEN m.response_status IS NULL THEN r.headers ELSE m.response_headers END,"
+        + " CASE WHEN m.response_status IS NULL THEN r.body ELSE m.response_body END"
+        + " FROM " + markerTable + " m LEFT JOIN " + table + " r"
+        + " ON r.consumer_group = m.consumer_group AND r.idempotency_key = m.idempotency_key"
+        + " WHERE m.consumer_group = ? AND m.idempotency_key = ?";
   }
 
-  /** The migration with both table names (and the constraint name) substituted. */
+  /** Reads no row; fails when a table or a column is missing. */
+  public String probe() {
+    return "SELECT m.response_status, m.response_headers, m.response_body,"
+        + " r.consumer_group, r.idempotency_key, r.status, r.headers, r.body, r.stored_at FROM "
+        + markerTable + " m LEFT JOIN " + table + " r"
+        + " ON r.consumer_group = m.consumer_group AND r.idempotency_key = m.idempotency_key WHERE false";
+  }
+
+  /** The migrations, joined, with both table names (and the constraint name) substituted. */
   public String script() {
-    String sql = readResource(migrationResource());
+    StringBuilder joined = new StringBuilder();
+    for (String resource : migrationResources()) {
+      joined.append(readResource(resource)).append(";\n");
+    }
+    String sql = joined.toString();
     String unqualified = table.substring(table.lastIndexOf('.') + 1);
     sql = sql.replace("idem_http_responses_marker_fk", unqualified + "_marker_fk");
     sql = Pattern.compile("\\b" + DEFAULT_MARKER_TABLE + "\\b").matcher(sql)

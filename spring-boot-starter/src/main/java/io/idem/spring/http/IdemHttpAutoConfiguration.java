@@ -71,12 +71,15 @@ public class IdemHttpAutoConfiguration {
             + " after its key's marker and stored response were purged would be applied again; raise"
             + " idem.retention.retention or lower idem.http.retry-window");
       }
+      // the claim sets the lock timeout back itself, in its own round trip (on PostgreSQL; MariaDB's
+      // claim bounds its own statement only): no reset of the stored responses before the handler
       SpringTransactionStore keyStore = SpringTransactionStore.create(dataSource, transactionManager,
-          builder -> builder.tableName(idem.getTableName()).claimLockTimeout(http.getClaimLockTimeout()));
+          builder -> builder.tableName(idem.getTableName()).claimLockTimeout(http.getClaimLockTimeout())
+              .restoreLockTimeoutAfterClaim(http.isResetLockTimeout()));
       JdbcStoredResponses responses = JdbcStoredResponses.builder(dataSource)
           .tableName(http.getTableName())
           .processedEventsTable(idem.getTableName())
-          .resetLockTimeout(http.isResetLockTimeout())
+          .resetLockTimeout(false)
           .createTableIfMissing(idem.getSchema() != IdemProperties.Schema.NONE)
           .build();
       IdemListenerFactory factory = listeners.getIfAvailable();

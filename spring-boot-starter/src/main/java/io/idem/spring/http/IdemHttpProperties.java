@@ -78,8 +78,8 @@ public class IdemHttpProperties {
 
   /**
    * Default {@code true}: after the claim, the handler's lock waits get the connection's {@code
-   * lock_timeout} back (one round trip: the starter's transactions are Spring's, so the claim does
-   * not restore it itself as store-jdbc's own transactions do); {@code false} leaves them the
+   * lock_timeout} back — the claim keeps it and sets it back in its own round trip (store-jdbc's
+   * {@code restoreLockTimeoutAfterClaim}, no round trip of its own); {@code false} leaves them the
    * claim's 1 ms, for handlers that only insert new rows (docs/HTTP.md, "In flight").
    */
   public boolean isResetLockTimeout() {

@@ -62,6 +62,13 @@ public class HttpApp {
           .body(Map.of("id", id, "item", String.valueOf(order.get("item")), "nonce", UUID.randomUUID().toString()));
     }
 
+    @PostMapping("/lock-timeout")
+    @IdempotentRequest(consumerGroup = "lock-timeout")
+    Map<String, Object> lockTimeout(@RequestBody Map<String, Object> ignored) {
+      jdbc.update("INSERT INTO orders (item) VALUES (?)", "lock-timeout");
+      return Map.of("lock_timeout", String.valueOf(jdbc.queryForObject("SHOW lock_timeout", String.class)));
+    }
+
     @PostMapping("/notes")
     @IdempotentRequest(consumerGroup = "notes", keyRequired = false)
     Map<String, Object> note(@RequestBody Map<String, Object> note) {
