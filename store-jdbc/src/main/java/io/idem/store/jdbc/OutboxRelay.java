@@ -99,8 +99,19 @@ import org.slf4j.LoggerFactory;
  * half of its lease has passed, and leaves the rest due).
  */
 public final class OutboxRelay implements AutoCloseable {
-  /** Default rows per batch (one claim, one mark): {@value}. */
+  /**
+   * Default rows per batch (one claim, one mark) for a publisher that publishes row by row (does
+   * not override {@link OutboxPublisher#publishAll}): {@value}. Its rows go out one by one within
+   * half of the lease.
+   */
   public static final int DEFAULT_BATCH_SIZE = 100;
+  /**
+   * Default rows per batch for a publisher that overrides {@link OutboxPublisher#publishAll} (the
+   * Kafka, RabbitMQ, SQS and JMS publishers): {@value}. The relay is bound by its rounds (one
+   * short transaction per batch), so a larger batch moves more rows per round; the batch is one
+   * call and one wait for the confirmations.
+   */
+  public static final int DEFAULT_PUBLISH_ALL_BATCH_SIZE = 500;
   /** Default wait after a claim over every ordering key found nothing due: 200 ms. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(200);
   /**
@@ -169,7 +180,8 @@ public final class OutboxRelay implements AutoCloseable {
     this.publisher = b.publisher;
     this.batches = batches(b.publisher);
     this.outbox = Outbox.of(b.tableName);
-    this.batchSize = b.batchSize;
+    this.batchSize = b.batchSize != null ? b.batchSize
+        : batches ? DEFAULT_PUBLISH_ALL_BATCH_SIZE : DEFAULT_BATCH_SIZE;
     this.pollInterval = b.pollInterval;
     this.retryPolicy = b.retryPolicy;
     this.statsInterval = b.statsInterval;
@@ -952,7 +964,7 @@ public final class OutboxRelay implements AutoCloseable {
     private final SqlSessionFactory sessions;
     private final OutboxPublisher publisher;
     private String tableName = Outbox.DEFAULT_TABLE;
-    private int batchSize = DEFAULT_BATCH_SIZE;
+    private @Nullable Integer batchSize; // null: by the publisher
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
     private RetryPolicy retryPolicy = DEFAULT_RETRY_POLICY;
     private Duration statsInterval = DEFAULT_STATS_INTERVAL;
@@ -973,7 +985,12 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** Rows per batch (one claim), and most rows per ordering key in it, default {@value OutboxRelay#DEFAULT_BATCH_SIZE}; >= 1. */
+    /**
+     * Rows per batch (one claim), most rows per ordering key in it, and ordering keys visited per
+     * claim; >= 1. Default {@value OutboxRelay#DEFAULT_PUBLISH_ALL_BATCH_SIZE} for a publisher
+     * that overrides {@link OutboxPublisher#publishAll} (the brokers' publishers), else {@value
+     * OutboxRelay#DEFAULT_BATCH_SIZE}.
+     */
     public Builder batchSize(int value) {
       this.batchSize = value;
       return this;
@@ -1048,7 +1065,9 @@ public final class OutboxRelay implements AutoCloseable {
      *     privilege); {@link io.idem.StoreUnavailableException} when the database is unreachable
      */
     public OutboxRelay build() {
-      Settings.atLeast("batchSize", batchSize, 1);
+      if (batchSize != null) {
+        Settings.atLeast("batchSize", batchSize, 1);
+      }
       Settings.positive("pollInterval", pollInterval);
       Settings.positive("statsInterval", statsInterval);
       Settings.notNegative("closeTimeout", closeTimeout);
