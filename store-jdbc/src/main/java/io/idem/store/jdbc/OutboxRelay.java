@@ -912,6 +912,11 @@ public final class OutboxRelay implements AutoCloseable {
           + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
           Outbox.LEASE_MIGRATION_RESOURCE);
     }
+    if (lastError.contains("leased_until") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+      LOG.error("outbox relay {}: table {} has no leased_until column: apply {} (Flyway does, as does"
+          + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+          Outbox.LEASE_UNTIL_MIGRATION_RESOURCE);
+    }
     if (lastError.contains("traceparent") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
       LOG.error("outbox relay {}: table {} has no traceparent column: apply {} (Flyway does, as does"
           + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
