@@ -40,8 +40,9 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>Lease.</b> A claim is one short transaction: it writes this relay's lease token into
- *       the rows ({@code leased_by}) and moves their {@code next_attempt_at} to the end of the
- *       lease ({@code leaseDuration}), then commits. No row lock is held while a publish waits for
+ *       the rows ({@code leased_by}) and the end of the lease ({@code leaseDuration}) into their
+ *       {@code leased_until} (PostgreSQL, V9: in no index, so a HOT update; MariaDB: moves their
+ *       {@code next_attempt_at} there), then commits. No row lock is held while a publish waits for
  *       the network. A second relay never takes a leased row; the rows of a relay that died come
  *       back when their lease ends, and are published again with the same idempotency key, so the
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
