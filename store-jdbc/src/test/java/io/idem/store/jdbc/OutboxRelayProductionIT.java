@@ -469,6 +469,40 @@ class OutboxRelayProductionIT {
     assertThat(relay.relayOnce()).as("the rest is behind the parked head").isZero();
   }
 
+  /**
+   * A drained outbox analyzed (the statistics see no unsent row), then a burst of 20,000 rows:
+   * the sent mark, a charge and a release of claimed rows find them by primary key. With {@code
+   * sent_at IS NULL} in their WHERE the planner took the ordering index (its predicate) as a tiny
+   * index and scanned every unsent row for each mark. EXPLAIN (ANALYZE, BUFFERS) of each: its
+   * one scan is of the primary key, touching a few buffers per row.
+   */
+  @Test
+  void theMarksFindTheirRowsByPrimaryKeyWhenTheStatisticsSawNoUnsentRow() throws Exception {
+    StoreTests.execute(pool,
+        "INSERT INTO idem_outbox (idempotency_key, destination, payload, sent_at)"
+            + " SELECT 'sent-' || g, 'receipts', decode(repeat('ab', 100), 'hex'), now() FROM generate_series(1, 20000) g",
+        "ANALYZE idem_outbox",
+        "INSERT INTO idem_outbox (idempotency_key, destination, ordering_key, payload)"
+            + " SELECT 'burst-' || g, 'receipts', CASE WHEN g % 2 = 0 THEN 'key-' || (g % 7) END,"
+            + " decode(repeat('ab', 100), 'hex') FROM generate_series(1, 20000) g");
+    List<Long> ids = new ArrayList<>();
+    try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT id FROM idem_outbox WHERE sent_at IS NULL ORDER BY id DESC LIMIT 100");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        ids.add(rs.getLong(1));
+      }
+    }
+    try (SqlSession session = sessions.openSession(false)) {
+      String ns = OUTBOX.namespace(session);
+      assertByPrimaryKey(explain(session, ns + ".markSent", Map.of("ids", ids)));
+      assertByPrimaryKey(explain(session, ns + ".release", Map.of("ids", ids, "relay", "explain")));
+      assertByPrimaryKey(explain(session, ns + ".markFailed", Map.of("id", ids.get(0), "error", "e", "backoffMillis",
+          1000L, "park", false, "relay", "explain")));
+      session.rollback(true); // EXPLAIN ANALYZE ran the updates: undo them
+    }
+  }
+
   /** The plan of one mapped statement, run for real inside the session's (rolled back) transaction. */
   private static JsonNode explain(SqlSession session, String statement, Map<String, Object> params) throws Exception {
     BoundSql bound = session.getConfiguration().getMappedStatement(statement).getBoundSql(params);
@@ -497,6 +531,18 @@ class OutboxRelayProductionIT {
         .noneMatch(s -> s.startsWith("Seq Scan")).anyMatch(s -> s.contains("Index"));
     assertThat(buffers.get()).as("buffers touched, against " + tablePages + " table pages: " + plan.toPrettyString())
         .isLessThan(Math.min(1000, tablePages / 4));
+  }
+
+  /** The rows an update writes are read by the primary key only: a few buffers per row. */
+  private static void assertByPrimaryKey(JsonNode plan) {
+    List<String> scans = new ArrayList<>();
+    JsonNode top = plan.path(0).path("Plan");
+    walk(top, scans);
+    assertThat(scans).as("scans of the plan " + plan.toPrettyString())
+        .containsExactly("Index Scan on idem_outbox idem_outbox_pkey");
+    JsonNode scan = top.path("Plans").path(0);
+    assertThat(scan.path("Shared Hit Blocks").asLong() + scan.path("Shared Read Blocks").asLong())
+        .as("buffers the scan touched: " + plan.toPrettyString()).isLessThan(1000);
   }
 
   private static void walk(JsonNode node, List<String> scans) {
