@@ -15,7 +15,6 @@ import io.idem.store.jdbc.OutboxEntry;
 import io.idem.store.jdbc.OutboxRelay;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,8 +51,11 @@ import picocli.CommandLine.Option;
  * confirm channel, confirms awaited every {@code --batch-size} messages — in interleaved rounds of
  * one invocation, for rows of one hot ordering key and for unordered rows; and the time of one
  * claim over 1,000 and over 100,000 rows blocked behind a parked head row (it must stay flat).
- * Prints {@code RESULT} lines per run and {@code RATIO} lines per round. BENCHMARKS.md, "Outbox
- * relay".
+ * Each run publishes {@code --rows} rows (default 50,000: the plain Kafka loop runs for about a
+ * second, so both sides run warm), after {@code --warmup} untimed rounds of every variant. A relay
+ * run ends when the relay has marked every row sent ({@link OutboxRelay#lastStats()}'s {@code
+ * published}, read from memory: no query beside the relay's own). Prints {@code RESULT} lines per
+ * run and {@code RATIO} lines per round. BENCHMARKS.md, "Outbox relay".
  */
 @Command(name = "OutboxRelayBenchmark", mixinStandardHelpOptions = true)
 public final class OutboxRelayBenchmark implements Callable<Integer> {
@@ -64,13 +66,17 @@ public final class OutboxRelayBenchmark implements Callable<Integer> {
   @Option(names = "--broker", defaultValue = "all", description = "kafka, rabbitmq or all.")
   String broker = "all";
 
-  @Option(names = "--rows", defaultValue = "5000", description = "Rows per run.")
+  @Option(names = "--rows", defaultValue = "50000", description = "Rows per run.")
   int rows;
 
   @Option(names = "--rounds", defaultValue = "3", description = "Interleaved rounds.")
   int rounds;
 
-  @Option(names = "--batch-size", defaultValue = "100", description = "The relay's batchSize; RabbitMQ's confirm window.")
+  @Option(names = "--warmup", defaultValue = "1", description = "Untimed rounds of every variant first.")
+  int warmup;
+
+  @Option(names = "--batch-size", defaultValue = "0",
+      description = "The relay's batchSize (0: the relay's default for the publisher); RabbitMQ's confirm window.")
   int batchSize;
 
   @Option(names = "--blocked", split = ",", defaultValue = "1000,100000",
@@ -90,14 +96,21 @@ public final class OutboxRelayBenchmark implements Callable<Integer> {
     String schema = "outbox_bench_" + UUID.randomUUID().toString().substring(0, 8);
     postgres.createSchema(schema);
     List<String> brokers = broker.equals("all") ? List.of("kafka", "rabbitmq") : List.of(broker.toLowerCase(Locale.ROOT));
+    int window = batchSize > 0 ? batchSize : OutboxRelay.DEFAULT_PUBLISH_ALL_BATCH_SIZE; // the brokers' publishers batch
     try (com.zaxxer.hikari.HikariDataSource dataSource = postgres.dataSource(schema, 4)) {
       SqlSessionFactory sessions = new SqlSessionFactoryBuilder().build(
           new Configuration(new Environment("outbox-bench", new JdbcTransactionFactory(), dataSource)));
       Outbox.createTableIfMissing(dataSource, Outbox.DEFAULT_TABLE);
-      System.out.println("# outbox relay vs a plain producer loop: " + rows + " rows per run, batchSize " + batchSize
-          + ", " + rounds + " rounds, brokers " + brokers + ", load " + loadAverage());
+      System.out.println("# outbox relay vs a plain producer loop: " + rows + " rows per run, batchSize "
+          + (batchSize > 0 ? batchSize : window + " (the relay's default)") + ", " + warmup + " warm-up and " + rounds
+          + " rounds, brokers " + brokers + ", load " + loadAverage());
       for (String b : brokers) {
-        try (Broker target = Broker.open(b, batchSize)) {
+        try (Broker target = Broker.open(b, window)) {
+          for (int round = 1 - warmup; round <= 0; round++) {
+            plainLoop(target, round);
+            relayRun(target, sessions, dataSource, false, round);
+            relayRun(target, sessions, dataSource, true, round);
+          }
           for (int round = 1; round <= rounds; round++) {
             double plain = plainLoop(target, round);
             double unordered = relayRun(target, sessions, dataSource, false, round);
@@ -134,23 +147,31 @@ public final class OutboxRelayBenchmark implements Callable<Integer> {
   private double relayRun(Broker target, SqlSessionFactory sessions, DataSource dataSource, boolean hotKey, int round)
       throws Exception {
     String destination = target.freshDestination((hotKey ? "hot-" : "unordered-") + round);
-    enqueue(sessions, destination, rows, hotKey ? "hot-" + round : null, 0);
-    OutboxRelay relay = OutboxRelay.builder(sessions, target.publisher())
-        .batchSize(batchSize)
+    enqueueBulk(dataSource, destination, rows, hotKey ? "hot-" + round : null, "row-");
+    OutboxRelay.Builder builder = OutboxRelay.builder(sessions, target.publisher())
         .statsInterval(Duration.ofHours(1))
-        .name("bench-" + destination)
-        .build();
+        .name("bench-" + destination);
+    if (batchSize > 0) {
+      builder.batchSize(batchSize);
+    }
+    OutboxRelay relay = builder.build();
     long start = System.nanoTime();
     relay.start();
     try {
-      while (unsent(dataSource, destination) > 0) {
-        Thread.sleep(5);
+      while (relay.lastStats().published() < rows) { // the rows marked sent; from memory, no query
+        if (!relay.isRunning()) {
+          throw new IllegalStateException("the relay stopped: " + relay.health());
+        }
+        Thread.sleep(1);
       }
     } finally {
       relay.close();
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     report(target.name, hotKey ? "relay-hot-key" : "relay-unordered", round, seconds, target.count(destination));
+    try (var c = dataSource.getConnection(); Statement st = c.createStatement()) { // the next run starts alike
+      st.execute("VACUUM ANALYZE " + Outbox.DEFAULT_TABLE); // the sent rows stay, as with a retention period
+    }
     return rows / seconds;
   }
 
@@ -162,7 +183,7 @@ public final class OutboxRelayBenchmark implements Callable<Integer> {
       throws Exception {
     String destination = target.freshDestination("claims-" + blockedRows);
     String blockedKey = "blocked-" + blockedRows;
-    enqueueBulk(dataSource, destination, blockedRows, blockedKey);
+    enqueueBulk(dataSource, destination, blockedRows, blockedKey, "blocked-");
     try (var c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeUpdate("UPDATE " + Outbox.DEFAULT_TABLE + " SET parked_at = now(), last_error = 'bench'"
           + " WHERE id = (SELECT min(id) FROM " + Outbox.DEFAULT_TABLE + " WHERE ordering_key = '" + blockedKey + "')");
@@ -212,32 +233,32 @@ public final class OutboxRelayBenchmark implements Callable<Integer> {
     }
   }
 
-  /** Many rows of one key, in one INSERT … SELECT (the claim-time runs' backlog). */
-  private static void enqueueBulk(DataSource dataSource, String destination, int count, String orderingKey)
-      throws Exception {
+  /**
+   * {@code count} rows of {@code orderingKey} (or none), keys {@code keyPrefix + n}, in one INSERT
+   * … SELECT: the rows {@link Outbox#enqueue} writes (the relay runs' rows, the claim-time runs'
+   * backlog), enqueued in a second instead of one round trip per row.
+   */
+  private static void enqueueBulk(DataSource dataSource, String destination, int count, @Nullable String orderingKey,
+      String keyPrefix) throws Exception {
     try (var c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
         "INSERT INTO " + Outbox.DEFAULT_TABLE + " (idempotency_key, destination, ordering_key, payload)"
-            + " SELECT 'blocked-' || g, ?, ?, ? FROM generate_series(1, ?) g")) {
-      ps.setString(1, destination);
-      ps.setString(2, orderingKey);
-      ps.setBytes(3, PAYLOAD);
-      ps.setInt(4, count);
+            + " SELECT ? || g, ?, ?, ? FROM generate_series(0, ? - 1) g ORDER BY g")) {
+      ps.setString(1, keyPrefix);
+      ps.setString(2, destination);
+      ps.setString(3, orderingKey);
+      ps.setBytes(4, PAYLOAD);
+      ps.setInt(5, count);
       ps.executeUpdate();
     }
   }
 
-  private static long unsent(DataSource dataSource, String destination) throws Exception {
-    try (var c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-        "SELECT count(*) FROM " + Outbox.DEFAULT_TABLE + " WHERE destination = ? AND sent_at IS NULL")) {
-      ps.setString(1, destination);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    }
-  }
-
   private void report(String brokerName, String variant, int round, double seconds, long arrived) {
+    if (round <= 0) { // a warm-up run: checked, not reported
+      if (arrived < rows) {
+        throw new IllegalStateException(variant + " on " + brokerName + ": " + arrived + " of " + rows + " arrived");
+      }
+      return;
+    }
     System.out.printf(Locale.ROOT, "RESULT broker=%s variant=%s round=%d rows=%d rows/s=%.0f arrived=%d load=%s%n",
         brokerName, variant, round, rows, rows / seconds, arrived, loadAverage());
     if (arrived < rows) {

@@ -62,6 +62,15 @@ public final class Outbox {
       "db/migration/idem/V8__outbox_traceparent.sql";
 
   /**
+   * PostgreSQL: the lease's end in a column of its own, {@code leased_until}, in no index, and the
+   * table's {@code fillfactor} 50, so that a claim's lease is a HOT update (after {@link
+   * #TRACEPARENT_MIGRATION_RESOURCE}); applied by {@link #createTableIfMissing} too: {@value}.
+   * The PostgreSQL relay's claim reads the column. MariaDB keeps its lease in {@code
+   * next_attempt_at} (no HOT updates in InnoDB) and has no V9.
+   */
+  public static final String LEASE_UNTIL_MIGRATION_RESOURCE = "db/migration/idem/V9__outbox_lease_until.sql";
+
+  /**
    * MariaDB's outbox scripts, in {@code db/migration/idem-mariadb} (the same versions as
    * PostgreSQL's, applied in this order by {@link #createTableIfMissing} on MariaDB).
    */
@@ -190,8 +199,8 @@ public final class Outbox {
 
   /**
    * Creates the outbox table {@code tableName} and its indexes when missing ({@link
-   * #MIGRATION_RESOURCE}, {@link #LEASE_MIGRATION_RESOURCE} then {@link
-   * #TRACEPARENT_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
+   * #MIGRATION_RESOURCE}, {@link #LEASE_MIGRATION_RESOURCE}, {@link
+   * #TRACEPARENT_MIGRATION_RESOURCE} then {@link #LEASE_UNTIL_MIGRATION_RESOURCE}, idempotent, under the same advisory lock as the processed-events
    * script; on MariaDB the same versions from {@code db/migration/idem-mariadb}, statement by
    * statement under the named lock {@code idem_schema}: the database is read from the connection).
    *
@@ -242,7 +251,8 @@ public final class Outbox {
         ? String.join(";\n", MARIADB_MIGRATION_RESOURCES.stream().map(ProcessedEventsMapper::readResource).toList())
         : ProcessedEventsMapper.readResource(MIGRATION_RESOURCE) + "\n"
             + ProcessedEventsMapper.readResource(LEASE_MIGRATION_RESOURCE) + "\n"
-            + ProcessedEventsMapper.readResource(TRACEPARENT_MIGRATION_RESOURCE);
+            + ProcessedEventsMapper.readResource(TRACEPARENT_MIGRATION_RESOURCE) + "\n"
+            + ProcessedEventsMapper.readResource(LEASE_UNTIL_MIGRATION_RESOURCE);
     for (String index : new String[] {"_unordered_due_idx", "_due_idx", "_ordering_idx", "_destination_key_uq"}) {
       sql = sql.replace(DEFAULT_TABLE + index, table.unqualified() + index);
     }

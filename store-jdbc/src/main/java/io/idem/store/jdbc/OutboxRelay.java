@@ -40,8 +40,9 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>Lease.</b> A claim is one short transaction: it writes this relay's lease token into
- *       the rows ({@code leased_by}) and moves their {@code next_attempt_at} to the end of the
- *       lease ({@code leaseDuration}), then commits. No row lock is held while a publish waits for
+ *       the rows ({@code leased_by}) and the end of the lease ({@code leaseDuration}) into their
+ *       {@code leased_until} (PostgreSQL, V9: in no index, so a HOT update; MariaDB: moves their
+ *       {@code next_attempt_at} there), then commits. No row lock is held while a publish waits for
  *       the network. A second relay never takes a leased row; the rows of a relay that died come
  *       back when their lease ends, and are published again with the same idempotency key, so the
  *       next Idem consumer applies them once. A crash between the confirmation and the mark is
@@ -99,8 +100,19 @@ import org.slf4j.LoggerFactory;
  * half of its lease has passed, and leaves the rest due).
  */
 public final class OutboxRelay implements AutoCloseable {
-  /** Default rows per batch (one claim, one mark): {@value}. */
+  /**
+   * Default rows per batch (one claim, one mark) for a publisher that publishes row by row (does
+   * not override {@link OutboxPublisher#publishAll}): {@value}. Its rows go out one by one within
+   * half of the lease.
+   */
   public static final int DEFAULT_BATCH_SIZE = 100;
+  /**
+   * Default rows per batch for a publisher that overrides {@link OutboxPublisher#publishAll} (the
+   * Kafka, RabbitMQ, SQS and JMS publishers): {@value}. The relay is bound by its rounds (one
+   * short transaction per batch), so a larger batch moves more rows per round; the batch is one
+   * call and one wait for the confirmations.
+   */
+  public static final int DEFAULT_PUBLISH_ALL_BATCH_SIZE = 500;
   /** Default wait after a claim over every ordering key found nothing due: 200 ms. */
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(200);
   /**
@@ -169,7 +181,8 @@ public final class OutboxRelay implements AutoCloseable {
     this.publisher = b.publisher;
     this.batches = batches(b.publisher);
     this.outbox = Outbox.of(b.tableName);
-    this.batchSize = b.batchSize;
+    this.batchSize = b.batchSize != null ? b.batchSize
+        : batches ? DEFAULT_PUBLISH_ALL_BATCH_SIZE : DEFAULT_BATCH_SIZE;
     this.pollInterval = b.pollInterval;
     this.retryPolicy = b.retryPolicy;
     this.statsInterval = b.statsInterval;
@@ -900,6 +913,11 @@ public final class OutboxRelay implements AutoCloseable {
           + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
           Outbox.LEASE_MIGRATION_RESOURCE);
     }
+    if (lastError.contains("leased_until") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
+      LOG.error("outbox relay {}: table {} has no leased_until column: apply {} (Flyway does, as does"
+          + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
+          Outbox.LEASE_UNTIL_MIGRATION_RESOURCE);
+    }
     if (lastError.contains("traceparent") && Integer.bitCount(consecutiveDatabaseFailures) == 1) {
       LOG.error("outbox relay {}: table {} has no traceparent column: apply {} (Flyway does, as does"
           + " createTableIfMissing); the relay cannot claim until then", name, outbox.tableName(),
@@ -952,7 +970,7 @@ public final class OutboxRelay implements AutoCloseable {
     private final SqlSessionFactory sessions;
     private final OutboxPublisher publisher;
     private String tableName = Outbox.DEFAULT_TABLE;
-    private int batchSize = DEFAULT_BATCH_SIZE;
+    private @Nullable Integer batchSize; // null: by the publisher
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
     private RetryPolicy retryPolicy = DEFAULT_RETRY_POLICY;
     private Duration statsInterval = DEFAULT_STATS_INTERVAL;
@@ -973,7 +991,12 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** Rows per batch (one claim), and most rows per ordering key in it, default {@value OutboxRelay#DEFAULT_BATCH_SIZE}; >= 1. */
+    /**
+     * Rows per batch (one claim), most rows per ordering key in it, and ordering keys visited per
+     * claim; >= 1. Default {@value OutboxRelay#DEFAULT_PUBLISH_ALL_BATCH_SIZE} for a publisher
+     * that overrides {@link OutboxPublisher#publishAll} (the brokers' publishers), else {@value
+     * OutboxRelay#DEFAULT_BATCH_SIZE}.
+     */
     public Builder batchSize(int value) {
       this.batchSize = value;
       return this;
@@ -1048,7 +1071,9 @@ public final class OutboxRelay implements AutoCloseable {
      *     privilege); {@link io.idem.StoreUnavailableException} when the database is unreachable
      */
     public OutboxRelay build() {
-      Settings.atLeast("batchSize", batchSize, 1);
+      if (batchSize != null) {
+        Settings.atLeast("batchSize", batchSize, 1);
+      }
       Settings.positive("pollInterval", pollInterval);
       Settings.positive("statsInterval", statsInterval);
       Settings.notNegative("closeTimeout", closeTimeout);

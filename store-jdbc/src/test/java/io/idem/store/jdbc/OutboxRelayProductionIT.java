@@ -39,6 +39,7 @@ import org.junit.jupiter.api.Test;
 class OutboxRelayProductionIT {
   private static final Outbox OUTBOX = Outbox.ofDefaults();
   private HikariDataSource pool;
+  private String schema;
   /** This test's sessions in pg_stat_activity (other runs share the server). */
   private String applicationName;
   private SqlSessionFactory sessions;
@@ -46,7 +47,7 @@ class OutboxRelayProductionIT {
 
   @BeforeEach
   void setUp() {
-    String schema = StoreTests.newSchema("outbox_prod");
+    schema = StoreTests.newSchema("outbox_prod");
     applicationName = "idem-it-" + schema;
     pool = StoreTests.pool(schema, applicationName, null, c -> c.setMaximumPoolSize(6));
     sessions = MyBatisProcessedEventStoreIT.sessions(pool);
@@ -273,6 +274,32 @@ class OutboxRelayProductionIT {
    * claims again at once while rows are due. With a pollInterval of 10 minutes a single sleep
    * would outlast the wait below; the claims are counted too (4 full batches and one empty).
    */
+  /**
+   * V9: the claim's lease writes leased_until and leased_by, in no index and no index predicate,
+   * on a table of fillfactor 50, so PostgreSQL updates the rows heap-only (HOT: no index entry
+   * written) where the page has room: at least half of the leases here (28 of 40 measured).
+   * Before V9 the lease moved next_attempt_at, an indexed column: not one lease was HOT. The sent mark is not (sent_at takes the row out of the partial indexes). The counters are
+   * PostgreSQL's, flushed by each session when it goes idle (at most once a second): waited for.
+   */
+  @Test
+  void aClaimsLeaseIsAHotUpdateWritingNoIndexEntry() throws Exception {
+    List<OutboxEntry> entries = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      entries.add(entry("hot-lease-" + i, null));
+    }
+    enqueue(entries);
+    OutboxRelay relay = OutboxRelay.builder(sessions, batchesOnly(batch -> { })).batchSize(40).name("hot-lease").build();
+    relays.add(relay);
+    assertThat(relay.relayOnce()).isEqualTo(40);
+    String counters = "FROM pg_stat_user_tables WHERE schemaname = '" + schema + "' AND relname = 'idem_outbox'";
+    await().atMost(Duration.ofSeconds(30)).until(() -> StoreTests.count(pool, "SELECT n_tup_upd " + counters) >= 80);
+    assertThat(StoreTests.count(pool, "SELECT n_tup_hot_upd " + counters))
+        .as("HOT updates among the 40 leases and 40 sent marks (a lease is a little longer than the row"
+            + " it replaces, so the last rows of a half-filled page may not fit)").isGreaterThanOrEqualTo(20);
+    assertThat(StoreTests.count(pool, "SELECT count(*) FROM idem_outbox WHERE sent_at IS NOT NULL"
+        + " AND leased_by IS NULL AND leased_until IS NULL")).isEqualTo(40);
+  }
+
   @Test
   void aHotKeyDrainsWithoutSleepingBetweenBatchesInOrder() throws Exception {
     List<OutboxEntry> entries = new ArrayList<>();
@@ -442,6 +469,40 @@ class OutboxRelayProductionIT {
     assertThat(relay.relayOnce()).as("the rest is behind the parked head").isZero();
   }
 
+  /**
+   * A drained outbox analyzed (the statistics see no unsent row), then a burst of 20,000 rows:
+   * the sent mark, a charge and a release of claimed rows find them by primary key. With {@code
+   * sent_at IS NULL} in their WHERE the planner took the ordering index (its predicate) as a tiny
+   * index and scanned every unsent row for each mark. EXPLAIN (ANALYZE, BUFFERS) of each: its
+   * one scan is of the primary key, touching a few buffers per row.
+   */
+  @Test
+  void theMarksFindTheirRowsByPrimaryKeyWhenTheStatisticsSawNoUnsentRow() throws Exception {
+    StoreTests.execute(pool,
+        "INSERT INTO idem_outbox (idempotency_key, destination, payload, sent_at)"
+            + " SELECT 'sent-' || g, 'receipts', decode(repeat('ab', 100), 'hex'), now() FROM generate_series(1, 20000) g",
+        "ANALYZE idem_outbox",
+        "INSERT INTO idem_outbox (idempotency_key, destination, ordering_key, payload)"
+            + " SELECT 'burst-' || g, 'receipts', CASE WHEN g % 2 = 0 THEN 'key-' || (g % 7) END,"
+            + " decode(repeat('ab', 100), 'hex') FROM generate_series(1, 20000) g");
+    List<Long> ids = new ArrayList<>();
+    try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT id FROM idem_outbox WHERE sent_at IS NULL ORDER BY id DESC LIMIT 100");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        ids.add(rs.getLong(1));
+      }
+    }
+    try (SqlSession session = sessions.openSession(false)) {
+      String ns = OUTBOX.namespace(session);
+      assertByPrimaryKey(explain(session, ns + ".markSent", Map.of("ids", ids)));
+      assertByPrimaryKey(explain(session, ns + ".release", Map.of("ids", ids, "relay", "explain")));
+      assertByPrimaryKey(explain(session, ns + ".markFailed", Map.of("id", ids.get(0), "error", "e", "backoffMillis",
+          1000L, "park", false, "relay", "explain")));
+      session.rollback(true); // EXPLAIN ANALYZE ran the updates: undo them
+    }
+  }
+
   /** The plan of one mapped statement, run for real inside the session's (rolled back) transaction. */
   private static JsonNode explain(SqlSession session, String statement, Map<String, Object> params) throws Exception {
     BoundSql bound = session.getConfiguration().getMappedStatement(statement).getBoundSql(params);
@@ -470,6 +531,18 @@ class OutboxRelayProductionIT {
         .noneMatch(s -> s.startsWith("Seq Scan")).anyMatch(s -> s.contains("Index"));
     assertThat(buffers.get()).as("buffers touched, against " + tablePages + " table pages: " + plan.toPrettyString())
         .isLessThan(Math.min(1000, tablePages / 4));
+  }
+
+  /** The rows an update writes are read by the primary key only: a few buffers per row. */
+  private static void assertByPrimaryKey(JsonNode plan) {
+    List<String> scans = new ArrayList<>();
+    JsonNode top = plan.path(0).path("Plan");
+    walk(top, scans);
+    assertThat(scans).as("scans of the plan " + plan.toPrettyString())
+        .containsExactly("Index Scan on idem_outbox idem_outbox_pkey");
+    JsonNode scan = top.path("Plans").path(0);
+    assertThat(scan.path("Shared Hit Blocks").asLong() + scan.path("Shared Read Blocks").asLong())
+        .as("buffers the scan touched: " + plan.toPrettyString()).isLessThan(1000);
   }
 
   private static void walk(JsonNode node, List<String> scans) {
