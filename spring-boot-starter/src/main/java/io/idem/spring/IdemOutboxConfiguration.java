@@ -71,15 +71,20 @@ class IdemOutboxConfiguration {
         : publishers::getObject;
     SqlSessionFactory sessions = new SqlSessionFactoryBuilder().build(new org.apache.ibatis.session.Configuration(
         new Environment("idem-outbox-relay", new JdbcTransactionFactory(), store.dataSource())));
-    return new IdemOutboxRelay(publisher, p -> OutboxRelay.builder(sessions, p)
-        .tableName(outbox.getTableName())
-        .batchSize(relay.getBatchSize())
-        .pollInterval(relay.getPollInterval())
-        .closeTimeout(relay.getCloseTimeout())
-        .leaseDuration(relay.getLeaseDuration())
-        .retryPolicy(relay.retryPolicy())
-        .name(relay.getName())
-        .build(), ours);
+    return new IdemOutboxRelay(publisher, p -> {
+      OutboxRelay.Builder builder = OutboxRelay.builder(sessions, p)
+          .tableName(outbox.getTableName())
+          .pollInterval(relay.getPollInterval())
+          .closeTimeout(relay.getCloseTimeout())
+          .leaseDuration(relay.getLeaseDuration())
+          .retryPolicy(relay.retryPolicy())
+          .name(relay.getName());
+      Integer batchSize = relay.getBatchSize();
+      if (batchSize != null) { // unset: the relay's default for this publisher
+        builder.batchSize(batchSize);
+      }
+      return builder.build();
+    }, ours);
   }
 
   /** {@code idem.outbox.publisher} is set, or the application has an {@link OutboxPublisher} bean. */

@@ -71,7 +71,7 @@ public class IdemOutboxProperties {
   }
 
   void validate(Errors errors) {
-    if (relay.getBatchSize() < 1) {
+    if (relay.getBatchSize() != null && relay.getBatchSize() < 1) {
       errors.rejectValue("outbox.relay.batchSize", "min",
           "idem.outbox.relay.batch-size must be >= 1, but was " + relay.getBatchSize());
     }
@@ -99,8 +99,12 @@ public class IdemOutboxProperties {
     /** Whether this application runs a relay (when it has a publisher). */
     private boolean enabled = true;
 
-    /** Rows per batch, one transaction each. */
-    private int batchSize = OutboxRelay.DEFAULT_BATCH_SIZE;
+    /**
+     * Rows per batch (one claim), >= 1; unset: the relay's own default, which depends on the
+     * publisher ({@code OutboxRelay.DEFAULT_PUBLISH_ALL_BATCH_SIZE}, 500, for the brokers'
+     * publishers, {@code OutboxRelay.DEFAULT_BATCH_SIZE}, 100, for a row-by-row one).
+     */
+    private @Nullable Integer batchSize;
 
     /** Wait after a batch that was not full. */
     private Duration pollInterval = OutboxRelay.DEFAULT_POLL_INTERVAL;
@@ -134,11 +138,11 @@ public class IdemOutboxProperties {
       this.enabled = enabled;
     }
 
-    public int getBatchSize() {
+    public @Nullable Integer getBatchSize() {
       return batchSize;
     }
 
-    public void setBatchSize(int batchSize) {
+    public void setBatchSize(@Nullable Integer batchSize) {
       this.batchSize = batchSize;
     }
 

@@ -52,4 +52,11 @@ class KafkaOutboxIT extends KafkaDropInApp {
     assertThat(details).containsEntry("running", true).containsEntry("status", "UP")
         .containsKeys("backlog", "oldestUnsentAge", "parked", "lastPublishAt", "lastCycleAt", "consecutiveDatabaseFailures");
   }
+
+  /** {@code idem.outbox.relay.batch-size} unset: the relay's own default for the Kafka publisher. */
+  @Test
+  void theRelayTakesItsPublishersDefaultBatchSizeWhenNoneIsSet() {
+    assertThat(relay.relay().batchSize()).isEqualTo(io.idem.store.jdbc.OutboxRelay.DEFAULT_PUBLISH_ALL_BATCH_SIZE);
+  }
+
 }

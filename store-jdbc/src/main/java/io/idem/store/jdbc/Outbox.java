@@ -66,9 +66,9 @@ public final class Outbox {
    * table's {@code fillfactor} 50, so that a claim's lease is a HOT update (after {@link
    * #TRACEPARENT_MIGRATION_RESOURCE}); applied by {@link #createTableIfMissing} too: {@value}.
    * The PostgreSQL relay's claim reads the column. MariaDB keeps its lease in {@code
-   * next_attempt_at} (no HOT updates in InnoDB) and has no V9.
+   * next_attempt_at} (no HOT updates in InnoDB) and has no V10.
    */
-  public static final String LEASE_UNTIL_MIGRATION_RESOURCE = "db/migration/idem/V9__outbox_lease_until.sql";
+  public static final String LEASE_UNTIL_MIGRATION_RESOURCE = "db/migration/idem/V10__outbox_lease_until.sql";
 
   /**
    * MariaDB's outbox scripts, in {@code db/migration/idem-mariadb} (the same versions as

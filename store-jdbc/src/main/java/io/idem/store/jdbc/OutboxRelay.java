@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li><b>Lease.</b> A claim is one short transaction: it writes this relay's lease token into
  *       the rows ({@code leased_by}) and the end of the lease ({@code leaseDuration}) into their
- *       {@code leased_until} (PostgreSQL, V9: in no index, so a HOT update; MariaDB: moves their
+ *       {@code leased_until} (PostgreSQL, V10: in no index, so a HOT update; MariaDB: moves their
  *       {@code next_attempt_at} there), then commits. No row lock is held while a publish waits for
  *       the network. A second relay never takes a leased row; the rows of a relay that died come
  *       back when their lease ends, and are published again with the same idempotency key, so the
@@ -651,6 +651,15 @@ public final class OutboxRelay implements AutoCloseable {
       lastStats.set(stats);
       return stats;
     }
+  }
+
+  /**
+   * Rows per batch this relay claims: {@link Builder#batchSize} if set, else the default for its
+   * publisher ({@value #DEFAULT_PUBLISH_ALL_BATCH_SIZE} when it overrides {@link
+   * OutboxPublisher#publishAll}, {@value #DEFAULT_BATCH_SIZE} otherwise). Constant.
+   */
+  public int batchSize() {
+    return batchSize;
   }
 
   /**

@@ -275,10 +275,10 @@ class OutboxRelayProductionIT {
    * would outlast the wait below; the claims are counted too (4 full batches and one empty).
    */
   /**
-   * V9: the claim's lease writes leased_until and leased_by, in no index and no index predicate,
+   * V10: the claim's lease writes leased_until and leased_by, in no index and no index predicate,
    * on a table of fillfactor 50, so PostgreSQL updates the rows heap-only (HOT: no index entry
    * written) where the page has room: at least half of the leases here (28 of 40 measured).
-   * Before V9 the lease moved next_attempt_at, an indexed column: not one lease was HOT. The sent mark is not (sent_at takes the row out of the partial indexes). The counters are
+   * Before V10 the lease moved next_attempt_at, an indexed column: not one lease was HOT. The sent mark is not (sent_at takes the row out of the partial indexes). The counters are
    * PostgreSQL's, flushed by each session when it goes idle (at most once a second): waited for.
    */
   @Test

@@ -5,7 +5,7 @@
 --
 -- leased_until: the end of the lease of the relay publishing the row (leased_by), NULL otherwise.
 -- A row is due when it is not parked, next_attempt_at has passed and leased_until is NULL or has
--- passed. Before V9 the lease moved next_attempt_at, an indexed column: every claim wrote a new
+-- passed. Before V10 the lease moved next_attempt_at, an indexed column: every claim wrote a new
 -- entry for each claimed row in every index. leased_until and leased_by are in no index and no
 -- index predicate, so the claim's UPDATE is a HOT update (heap-only: no index entry written) when
 -- the row's page has room for the new version.
