@@ -156,9 +156,11 @@ final class BatchProcessor<C> {
    * fault and would meet every message again: each keyed message gets that retry outcome at once
    * (one outage counted for the one transaction). Anything else is redone message by message;
    * when it was a per-message handler's run that failed ({@code failing}: its handler threw, or
-   * its claim was found lost right after it), that run was the failing message's attempt, so it
-   * is settled as a handler failure at once instead of running its handler a second time for the
-   * same attempt (an attempt is one handler run, docs/DESIGN.md).
+   * its claim was found lost right after it — pgjdbc's transaction state), that run was the
+   * failing message's attempt, so it is settled as a handler failure at once instead of running
+   * its handler a second time for the same attempt (an attempt is one handler run,
+   * docs/DESIGN.md). A claim found lost at the COMMIT (store-jdbc on MariaDB counts the batch's
+   * markers with it) blames no message: every message is redone, its handler included.
    */
   private BatchResult failed(List<Item> items, int keyedCount, Throwable failure,
       @Nullable InboundMessage failing, BatchOrder order, long start) {

@@ -139,12 +139,21 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
    */
   @Override
   public void save(SqlSession transaction, IdempotencyKey key, StoredResponse response) {
+    int updated;
     try {
-      MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.store(), response.status(),
+      updated = MyBatisProcessedEventStore.executeBeforeCommit(transaction, sql.store(), response.status(),
           headersJson(response.headers()), response.body(), key.consumerGroup(), key.value());
     } catch (SQLException e) {
       throw new IllegalStateException("could not store the response of key '" + key.value() + "' in "
           + sql.markerTable() + ": " + e.getMessage(), e);
+    }
+    if (updated == 0) {
+      // run at once (MariaDB, another driver, the Spring starter's session) and nothing matched:
+      // the key's marker is not this transaction's, or already holds another request's response
+      throw new IllegalStateException("the response of key '" + key.value() + "' found no marker of"
+          + " this transaction without a response in " + sql.markerTable() + ": the claim was lost"
+          + " (a swallowed deadlock rolled it back, or the handler ended the transaction) and another"
+          + " request may have answered the key; nothing is committed");
     }
   }
 
@@ -262,6 +271,16 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
+  /** Whether the table and the marker's response columns are there (the probe, no lock taken). */
+  private boolean present() {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.executeQuery(sql.probe()).close();
+      return true;
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
   private void verify() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
@@ -365,7 +384,10 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
       Dialect resolved = dialect != null ? dialect
           : verifyTable || createTableIfMissing ? detect(dataSource) : Dialect.POSTGRESQL;
       JdbcStoredResponses responses = new JdbcStoredResponses(this, resolved);
-      if (createTableIfMissing) {
+      if (createTableIfMissing && !responses.present()) {
+        // only when something is missing: the DDL (ALTER TABLE … ADD COLUMN IF NOT EXISTS) takes
+        // PostgreSQL's ACCESS EXCLUSIVE lock (MariaDB's metadata lock) on the processed-events
+        // table before it finds the columns there, and would queue every claim behind it
         responses.createTable();
       }
       if (verifyTable) {

@@ -36,6 +36,10 @@ class MariaDbIdempotencyKeyEndpointIT {
   private static JdbcStoredResponses responses;
   private static HttpTests.Server server;
   private static final HttpTests.Gate gate = new HttpTests.Gate();
+  private static final java.util.concurrent.atomic.AtomicBoolean loseTheClaim =
+      new java.util.concurrent.atomic.AtomicBoolean();
+  private static final java.util.concurrent.atomic.AtomicReference<HttpResponse<byte[]>> overtaken =
+      new java.util.concurrent.atomic.AtomicReference<>();
 
   @BeforeAll
   static void start() throws SQLException {
@@ -81,6 +85,15 @@ class MariaDbIdempotencyKeyEndpointIT {
     JsonNode body = JSON.readTree(request.getInputStream());
     long id = HttpTests.insertOrder(session, request.getHeader("X-Client"), body.path("amount").asInt());
     gate.pass();
+    if (body.path("fail").asText("").equals("lose-the-claim") && loseTheClaim.compareAndSet(true, false)) {
+      try (Statement s = session.getConnection().createStatement()) {
+        s.execute("ROLLBACK"); // the claim and the order are gone, as after a swallowed deadlock (1213)
+      }
+      // the same request again, while this one still runs: it claims the key anew and commits
+      overtaken.set(order(request.getHeader("Idempotency-Key"), request.getHeader("X-Client"),
+          "{\"amount\":" + body.path("amount").asInt() + ",\"fail\":\"lose-the-claim\"}"));
+      id = HttpTests.insertOrder(session, request.getHeader("X-Client"), body.path("amount").asInt());
+    }
     if (body.path("fail").asText("").equals("commit-then-throw")) {
       try (Statement s = session.getConnection().createStatement()) {
         s.execute("COMMIT"); // not detected on MariaDB (docs/STORE.md, "Databases")
@@ -216,4 +229,27 @@ class MariaDbIdempotencyKeyEndpointIT {
     update("DELETE FROM idem_processed_events" + where);
     assertThat(count("SELECT count(*) FROM idem_http_responses" + where)).isZero();
   }
+
+  /**
+   * A handler whose claim is lost mid-way (rolled back: here by SQL text, as InnoDB does on a
+   * swallowed deadlock) while the same request, sent again, claims the key, runs and commits: the
+   * first one's response finds no marker of its transaction without a response, so it commits
+   * nothing and answers no 2xx; the key keeps the second one's response and its one order.
+   */
+  @Test
+  void aResponseWhoseClaimWasLostToAnotherRequestCommitsNothing() throws SQLException {
+    String key = UUID.randomUUID().toString();
+    String client = "c-" + key;
+    loseTheClaim.set(true);
+    HttpResponse<byte[]> first = order(key, client, "{\"amount\":9,\"fail\":\"lose-the-claim\"}");
+    HttpResponse<byte[]> second = overtaken.getAndSet(null);
+    assertThat(second).isNotNull();
+    assertThat(second.statusCode()).isEqualTo(201);
+    assertThat(first.statusCode()).as(text(first)).isGreaterThanOrEqualTo(500);
+    assertThat(orders(client)).isEqualTo(1);
+    HttpResponse<byte[]> replay = order(key, client, "{\"amount\":9,\"fail\":\"lose-the-claim\"}");
+    assertThat(replay.statusCode()).isEqualTo(201);
+    assertThat(replay.body()).isEqualTo(second.body());
+  }
+
 }

@@ -120,11 +120,14 @@ public final class ResponseTableSql {
   /**
    * The response stored in the key's marker, which the claim of the same transaction inserted:
    * parameters status, headers (JSON), body, consumer group, key. It changes no indexed column (on
-   * PostgreSQL a HOT update when the marker's page has room).
+   * PostgreSQL a HOT update when the marker's page has room). Only a marker without a response
+   * matches: run at once, it must update exactly one row, else the marker is not this
+   * transaction's (a swallowed deadlock rolled the claim back and another request's transaction
+   * claimed and answered the key) and nothing may commit.
    */
   public String store() {
     return "UPDATE " + markerTable + " SET response_status = ?, response_headers = ?, response_body = ?"
-        + " WHERE consumer_group = ? AND idempotency_key = ?";
+        + " WHERE consumer_group = ? AND idempotency_key = ? AND response_status IS NULL";
   }
 
   /**

@@ -145,6 +145,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
   private final @Nullable TransactionIsolationLevel isolation;
   private final String lockTimeout;
   private final Dialect dialect;
+  /** {@link #confirmsWithoutMarkers()}: PostgreSQL through pgjdbc, read at build. */
+  private final boolean confirmsWithoutMarkers;
   private final String namespace;
   private final String existsStatement;
   private final String purgeStatement;
@@ -171,6 +173,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     this.executorType = b.executorType;
     this.isolation = b.isolation;
     this.dialect = b.resolved;
+    this.confirmsWithoutMarkers = b.resolved == Dialect.POSTGRESQL && b.driverStateReadable;
     this.lockTimeout = dialect.lockTimeout(b.claimLockTimeout);
     this.namespace = ProcessedEventsMapper.register(sessions.getConfiguration(), table, dialect);
     this.existsStatement = namespace + ".exists";
@@ -393,9 +396,13 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    * <p>For statements whose outcome the work needs no more than "committed with it": idem-http's
    * stored response. Confined to the transaction's thread, like the session.
    *
+   * @return {@code -1} when the statement was queued for the COMMIT's round trip (its row count is
+   *     not read: the commit check then vouches that the transaction is still the claim's); else
+   *     its update count ({@link java.sql.Statement#getUpdateCount}: on MariaDB Connector/J the
+   *     rows matched, unless the pool sets {@code useAffectedRows}), which the caller checks
    * @throws SQLException when it ran at once and failed
    */
-  public static void executeBeforeCommit(SqlSession transaction, String sql, @Nullable Object... parameters)
+  public static int executeBeforeCommit(SqlSession transaction, String sql, @Nullable Object... parameters)
       throws SQLException {
     Objects.requireNonNull(transaction, "transaction");
     Objects.requireNonNull(sql, "sql");
@@ -403,13 +410,14 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     Connection connection = GuardedSession.unguarded(transaction).getConnection();
     if (open != null && CheckedCommit.sendsCheck(open, connection)) {
       open.beforeCommit(new OpenTransaction.BeforeCommit(sql, Arrays.asList(parameters.clone())));
-      return;
+      return -1;
     }
     try (java.sql.PreparedStatement statement = connection.prepareStatement(sql)) {
       for (int i = 0; i < parameters.length; i++) {
         CheckedCommit.bind(statement, i + 1, parameters[i]);
       }
       statement.execute();
+      return statement.getUpdateCount();
     }
   }
 
@@ -693,14 +701,16 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     }
   }
   /**
-   * {@code true} on PostgreSQL, where {@link #confirmClaim} reads pgjdbc's transaction state and
-   * needs no marker; {@code false} on MariaDB, where the claim check counts the transaction's
-   * markers with the COMMIT, so a naturally idempotent pipeline (no markers) is refused when it
-   * is built instead of failing every message.
+   * {@code true} on PostgreSQL through pgjdbc, where {@link #confirmClaim} reads the driver's
+   * transaction state and needs no marker (read at {@code build()} from a real connection; assumed
+   * when the database could not be reached then); {@code false} on MariaDB, where the claim check
+   * counts the transaction's markers with the COMMIT, and on connections that do not unwrap to
+   * pgjdbc, where it re-reads the marker — so a naturally idempotent pipeline (no markers) is
+   * refused when it is built instead of failing every message.
    */
   @Override
   public boolean confirmsWithoutMarkers() {
-    return dialect == Dialect.POSTGRESQL;
+    return confirmsWithoutMarkers;
   }
 
 
@@ -1055,6 +1065,11 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
     private @Nullable Dialect dialect;
     /** The dialect given or detected, set by {@link #build()}. */
     private Dialect resolved = Dialect.POSTGRESQL;
+    /**
+     * Whether the connections' transaction state is pgjdbc's (readable with no marker), read by
+     * {@link #build()} from a real connection; {@code true} when the database could not be reached.
+     */
+    private boolean driverStateReadable = true;
 
     private Builder(SqlSessionFactory sessions) {
       this.sessions = Objects.requireNonNull(sessions, "sessions");
@@ -1204,6 +1219,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
       Dialect detected;
       try (SqlSession session = sessions.openSession(ExecutorType.SIMPLE, true)) {
         detected = Dialect.of(session.getConnection().getMetaData());
+        driverStateReadable = DriverTransactions.ofAnyDriver(session.getConnection()) != null;
       } catch (IllegalStateException unsupported) {
         if (unsupported.getCause() == null) {
           throw unsupported;

@@ -147,4 +147,18 @@ class OtherDriverFallbackIT {
     assertThat(ack.calls).containsExactly("retry");
     assertThat(marker(key)).isFalse();
   }
+
+  /**
+   * On connections that do not unwrap to pgjdbc the claim is confirmed by re-reading the marker,
+   * which a naturally idempotent pipeline does not write: refused when it is built.
+   */
+  @Test
+  void aNaturallyIdempotentPipelineIsRefusedWhenItIsBuilt() {
+    assertThat(store.confirmsWithoutMarkers()).isFalse();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> io.idem.IdempotentConsumer.builder(store)
+            .consumerGroup("natural").naturallyIdempotent(true).handler((message, tx) -> { }).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("naturallyIdempotent(true)");
+  }
+
 }
