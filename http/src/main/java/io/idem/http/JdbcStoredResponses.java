@@ -271,13 +271,26 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     }
   }
 
-  /** Whether the table and the marker's response columns are there (the probe, no lock taken). */
+  /**
+   * Whether the table and the marker's response columns are there (the probe, no DDL lock taken):
+   * {@code false} only when the probe fails for a missing table or column (PostgreSQL 42P01,
+   * 42703; MariaDB 42S02, 42S22); any other failure (no permission, a lock timeout, an outage) is
+   * thrown, not taken for a missing schema.
+   */
   private boolean present() {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
       return true;
     } catch (SQLException e) {
-      return false;
+      String state = e.getSQLState();
+      if ("42P01".equals(state) || "42703".equals(state) || "42S02".equals(state) || "42S22".equals(state)) {
+        return false;
+      }
+      throw SqlFailures.failure("could not read whether " + sql.markerTable() + "'s response columns and "
+          + sql.table() + " exist", e);
+    } catch (RuntimeException e) {
+      throw SqlFailures.failure("could not read whether " + sql.markerTable() + "'s response columns and "
+          + sql.table() + " exist", e);
     }
   }
 

@@ -458,8 +458,16 @@ public final class OutboxRelay implements AutoCloseable {
 
   /** Whether {@code publisher} overrides {@link OutboxPublisher#publishAll} (sends batches). */
   static boolean batches(OutboxPublisher publisher) {
+    Class<?> type = publisher.getClass();
+    if (java.lang.reflect.Proxy.isProxyClass(type)) {
+      return false; // a JDK proxy declares every method: whether its target batches is not known
+    }
+    while (type.getName().contains("$$") && type.getSuperclass() != null
+        && OutboxPublisher.class.isAssignableFrom(type.getSuperclass())) {
+      type = type.getSuperclass(); // a generated subclass (CGLIB, ByteBuddy: Spring AOP): its target's
+    }
     try {
-      return publisher.getClass().getMethod("publishAll", List.class).getDeclaringClass() != OutboxPublisher.class;
+      return type.getMethod("publishAll", List.class).getDeclaringClass() != OutboxPublisher.class;
     } catch (NoSuchMethodException e) {
       return false;
     }

@@ -49,4 +49,31 @@ class OutboxRelayTest {
         .contains("idem_outbox_2_ordering_idx\n    ON billing.idem_outbox_2 (")
         .doesNotContain("idem_outbox_2_2");
   }
+
+  /**
+   * The batch size follows whether the publisher sends batches: its own publishAll → 500; the
+   * interface's default, or a JDK proxy (whose target is not known: an aspect's) → 100.
+   */
+  @Test
+  void theDefaultBatchSizeFollowsWhetherThePublisherSendsBatches() {
+    OutboxPublisher batching = new OutboxPublisher() {
+      @Override
+      public void publish(io.idem.spi.OutboxMessage message) {}
+
+      @Override
+      public java.util.List<io.idem.spi.OutboxPublishResult> publishAll(java.util.List<io.idem.spi.OutboxMessage> messages)
+          throws Exception {
+        return OutboxPublisher.super.publishAll(messages);
+      }
+    };
+    OutboxPublisher proxy = (OutboxPublisher) java.lang.reflect.Proxy.newProxyInstance(
+        OutboxPublisher.class.getClassLoader(), new Class<?>[] {OutboxPublisher.class},
+        (p, method, args) -> method.invoke(batching, args));
+    assertThat(OutboxRelay.builder(SESSIONS, batching).build().batchSize())
+        .isEqualTo(OutboxRelay.DEFAULT_PUBLISH_ALL_BATCH_SIZE);
+    assertThat(OutboxRelay.builder(SESSIONS, NOTHING).build().batchSize()).isEqualTo(OutboxRelay.DEFAULT_BATCH_SIZE);
+    assertThat(OutboxRelay.builder(SESSIONS, proxy).build().batchSize()).isEqualTo(OutboxRelay.DEFAULT_BATCH_SIZE);
+    assertThat(OutboxRelay.builder(SESSIONS, proxy).batchSize(7).build().batchSize()).isEqualTo(7);
+  }
+
 }
