@@ -281,14 +281,11 @@ public final class JdbcStoredResponses implements StoredResponses<SqlSession> {
     try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
       s.executeQuery(sql.probe()).close();
       return true;
-    } catch (SQLException e) {
-      String state = e.getSQLState();
+    } catch (SQLException | RuntimeException e) {
+      String state = e instanceof SQLException sqlError ? sqlError.getSQLState() : null;
       if ("42P01".equals(state) || "42703".equals(state) || "42S02".equals(state) || "42S22".equals(state)) {
         return false;
       }
-      throw SqlFailures.failure("could not read whether " + sql.markerTable() + "'s response columns and "
-          + sql.table() + " exist", e);
-    } catch (RuntimeException e) {
       throw SqlFailures.failure("could not read whether " + sql.markerTable() + "'s response columns and "
           + sql.table() + " exist", e);
     }

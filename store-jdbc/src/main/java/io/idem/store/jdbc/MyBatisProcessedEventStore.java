@@ -661,11 +661,20 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    */
   @Override
   public void confirmClaim(SqlSession transaction, IdempotencyKey key) {
+    confirm(transaction, List.of(key));
+  }
+
+  /**
+   * The check of {@link #confirmClaim} for {@code keys} (at least one): pgjdbc's state is the
+   * connection's, so it is read and judged once for all of them (a failure names the first key).
+   */
+  private void confirm(SqlSession transaction, List<IdempotencyKey> keys) {
     DriverTransactions.State state = DriverTransactions.ofAnyDriver(transaction.getConnection());
     if (state == null) {
-      confirmByQuery(transaction, List.of(key));
+      confirmByQuery(transaction, keys);
       return;
     }
+    IdempotencyKey key = keys.get(0);
     if (state == DriverTransactions.State.FAILED) {
       throw new IllegalStateException("the handler of key '" + key.value() + "' swallowed a database"
           + " error: PostgreSQL aborted the transaction, so its COMMIT would roll back; nothing is"
@@ -680,7 +689,7 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
 
   /**
    * {@link #confirmClaim} for every key of a batch handler's run. On pgjdbc the driver's state,
-   * checked once per key (no round trip). On MariaDB, in a transaction of this store's: the keys
+   * read once for the connection (no round trip). On MariaDB, in a transaction of this store's: the keys
    * are recorded and counted with the COMMIT (one statement with it, whatever the number up to
    * 1,000 keys; {@link MariaDbClaimCheck}); in a session this store did not open: counted at once,
    * one statement per 1,000 keys. On another driver: one re-read per key.
@@ -689,15 +698,8 @@ public final class MyBatisProcessedEventStore implements ProcessedEventStore<Sql
    */
   @Override
   public void confirmClaims(SqlSession transaction, List<IdempotencyKey> keys) {
-    if (keys.isEmpty()) {
-      return;
-    }
-    if (DriverTransactions.ofAnyDriver(transaction.getConnection()) == null) {
-      confirmByQuery(transaction, keys);
-      return;
-    }
-    for (IdempotencyKey key : keys) {
-      confirmClaim(transaction, key);
+    if (!keys.isEmpty()) {
+      confirm(transaction, keys);
     }
   }
   /**
